@@ -3,6 +3,7 @@ module github.com/teardown-dev/teardown
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/teardown-dev/teardown/localcluster v0.0.0

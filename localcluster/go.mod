@@ -3,6 +3,7 @@ module github.com/teardown-dev/teardown/localcluster
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

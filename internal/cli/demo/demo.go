@@ -31,12 +31,12 @@ func NewCommand(flags *genericclioptions.ConfigFlags, out, errOut io.Writer) *co
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			fmt.Fprintf(out, "teardown demo: the deletions Kubernetes %s gets wrong, replayed on a real control plane\n", localcluster.KubernetesVersion)
 			restCfg, stop, err := o.cluster(cmd, flags, errOut)
 			if err != nil {
 				return err
 			}
 			defer stop()
+			fmt.Fprintf(out, "\nteardown demo: deletions that Kubernetes gets wrong, replayed on a real control plane (%s)\n", restCfg.Host)
 			env, err := demo.NewEnv(restCfg, out)
 			if err != nil {
 				return err
