@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/cli/controller"
 	"github.com/teardown-dev/teardown/internal/cli/demo"
 	"github.com/teardown-dev/teardown/internal/cli/local"
 )
@@ -61,6 +62,7 @@ uninstalls run in order, and stuck deletions are explained.`,
 	root.AddCommand(
 		local.NewCommand(out, errOut),
 		demo.NewCommand(flags, out, errOut),
+		controller.NewCommand(flags),
 		newVersionCommand(flags, out),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })

@@ -43,11 +43,14 @@ type Outcome struct {
 
 // Env is what scenarios act through.
 type Env struct {
+	Config     *rest.Config
 	Kube       kubernetes.Interface
 	Dynamic    dynamic.Interface
 	Extensions apiextensions.Interface
 	out        io.Writer
 	step       int
+
+	teardownStarted bool
 }
 
 // NewEnv connects the clients a scenario uses.
@@ -64,7 +67,7 @@ func NewEnv(cfg *rest.Config, out io.Writer) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Kube: kube, Dynamic: dyn, Extensions: ext, out: out}, nil
+	return &Env{Config: cfg, Kube: kube, Dynamic: dyn, Extensions: ext, out: out}, nil
 }
 
 // Scenarios are the problems the demo replays, in order.

@@ -1,0 +1,52 @@
+// Package controller is `teardown controller`: the controller manager, run
+// in the cluster or, with a kubeconfig, from a workstation.
+package controller
+
+import (
+	"flag"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/manager"
+)
+
+// NewCommand returns `teardown controller`.
+func NewCommand(flags *genericclioptions.ConfigFlags) *cobra.Command {
+	o := manager.Options{}
+	zapOpts := zap.Options{}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run teardown's controllers (liens, cross-scope dependents, teardown plans)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			cfg, err := cmdutil.Connect(cmd.Context(), flags)
+			if err != nil {
+				return err
+			}
+			mgr, err := manager.New(cfg, o)
+			if err != nil {
+				return err
+			}
+			return mgr.Start(ctrl.SetupSignalHandler())
+		},
+	}
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "teardown-system"
+	}
+	cmd.Flags().StringSliceVar(&o.Disabled, "disable-controllers", nil, "controllers not to run")
+	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" turns it off)`)
+	cmd.Flags().StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
+	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica by a Lease")
+	cmd.Flags().StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", ns, "namespace of the leader-election Lease (default: $POD_NAMESPACE, else teardown-system)")
+	fs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	zapOpts.BindFlags(fs)
+	cmd.Flags().AddGoFlagSet(fs)
+	return cmd
+}
