@@ -1,0 +1,222 @@
+package dependents
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const (
+	// OwnersAnnotation on a dependent holds its owner links, a JSON list.
+	OwnersAnnotation = "teardown.dev/owners"
+	// OwnedLabel = "true" on a dependent lets the controller watch only dependents.
+	OwnedLabel = "teardown.dev/owned"
+	// PolicyLabel on an owner chooses what happens to its dependents when it is deleted.
+	PolicyLabel = "teardown.dev/deletion-policy"
+	// ConfirmDeletionAnnotation = "true" on an owner marks its deletion as
+	// intended, for OrphanUnlessConfirmed.
+	ConfirmDeletionAnnotation = "teardown.dev/confirm-deletion"
+	// Finalizer is held on an owner until its dependents are deleted or
+	// orphaned as its policy says.
+	Finalizer = "teardown.dev/dependents"
+)
+
+// OwnerLink is one entry of the owners annotation: an ownerReference plus
+// the owner's namespace (empty for a cluster-scoped owner).
+type OwnerLink struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
+}
+
+// GroupVersionKind is the owner's kind; APIVersion must have been validated.
+func (l OwnerLink) GroupVersionKind() schema.GroupVersionKind {
+	gv, _ := schema.ParseGroupVersion(l.APIVersion)
+	return gv.WithKind(l.Kind)
+}
+
+// String is kind/namespace/name, or kind/name for a cluster-scoped owner.
+func (l OwnerLink) String() string {
+	if l.Namespace == "" {
+		return l.Kind + "/" + l.Name
+	}
+	return l.Kind + "/" + l.Namespace + "/" + l.Name
+}
+
+// Validate reports the first missing or malformed field of l.
+func (l OwnerLink) Validate() error {
+	switch {
+	case l.APIVersion == "":
+		return errors.New("apiVersion is required")
+	case l.Kind == "":
+		return errors.New("kind is required")
+	case l.Name == "":
+		return errors.New("name is required")
+	case l.UID == "":
+		return errors.New("uid is required")
+	}
+	if _, err := schema.ParseGroupVersion(l.APIVersion); err != nil {
+		return fmt.Errorf("apiVersion %q: %w", l.APIVersion, err)
+	}
+	return nil
+}
+
+// Object is what SetOwner needs from an owner: its metadata and its kind.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// LinkTo returns the link to owner. Its apiVersion and kind come from its
+// TypeMeta, which must be set (typed objects read by client-go often have it
+// empty: set it, or build the OwnerLink yourself).
+func LinkTo(owner Object) (OwnerLink, error) {
+	gvk := owner.GetObjectKind().GroupVersionKind()
+	l := OwnerLink{
+		APIVersion: gvk.GroupVersion().String(),
+		Kind:       gvk.Kind,
+		Namespace:  owner.GetNamespace(),
+		Name:       owner.GetName(),
+		UID:        owner.GetUID(),
+	}
+	if gvk.Kind == "" || gvk.Version == "" {
+		return OwnerLink{}, fmt.Errorf("owner %s has no apiVersion/kind set", owner.GetName())
+	}
+	if err := l.Validate(); err != nil {
+		return OwnerLink{}, fmt.Errorf("owner %s: %w", owner.GetName(), err)
+	}
+	return l, nil
+}
+
+// SetOwner adds owner to dependent's owner links (or updates the link with
+// the same UID) and sets the owned label. It fails, changing nothing, when
+// the owner lacks apiVersion, kind, name or UID, or when the dependent's
+// annotation is malformed.
+func SetOwner(dependent metav1.Object, owner Object) error {
+	l, err := LinkTo(owner)
+	if err != nil {
+		return err
+	}
+	return AddLink(dependent, l)
+}
+
+// AddLink adds l to dependent's owner links (replacing a link with the same
+// UID) and sets the owned label.
+func AddLink(dependent metav1.Object, l OwnerLink) error {
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("owner link: %w", err)
+	}
+	links, err := Owners(dependent)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(links, func(o OwnerLink) bool { return o.UID == l.UID })
+	if i >= 0 {
+		links[i] = l
+	} else {
+		links = append(links, l)
+	}
+	return setLinks(dependent, links)
+}
+
+// RemoveOwner removes the link to the owner with uid and reports whether
+// there was one. Removing the last link removes the annotation and the
+// owned label, so the dependent is an ordinary object again.
+func RemoveOwner(dependent metav1.Object, uid types.UID) (bool, error) {
+	links, err := Owners(dependent)
+	if err != nil {
+		return false, err
+	}
+	kept := slices.DeleteFunc(slices.Clone(links), func(o OwnerLink) bool { return o.UID == uid })
+	if len(kept) == len(links) {
+		return false, nil
+	}
+	return true, setLinks(dependent, kept)
+}
+
+// Owners returns dependent's owner links in annotation order; none when it
+// has no annotation. A malformed annotation is an error naming what is
+// wrong: a caller must never read it as "no owner" or "owner gone".
+func Owners(obj metav1.Object) ([]OwnerLink, error) {
+	raw, ok := obj.GetAnnotations()[OwnersAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	return Parse(raw)
+}
+
+// Parse decodes an owners annotation value.
+func Parse(raw string) ([]OwnerLink, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, fmt.Errorf("annotation %s: empty value (want a JSON list of owners)", OwnersAnnotation)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	var links []OwnerLink
+	if err := dec.Decode(&links); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", OwnersAnnotation, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("annotation %s: trailing data after the JSON list", OwnersAnnotation)
+	}
+	if links == nil {
+		return nil, fmt.Errorf("annotation %s: null (want a JSON list of owners)", OwnersAnnotation)
+	}
+	seen := map[types.UID]bool{}
+	for i, l := range links {
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("annotation %s: owner [%d]: %w", OwnersAnnotation, i, err)
+		}
+		if seen[l.UID] {
+			return nil, fmt.Errorf("annotation %s: owner [%d]: uid %s listed twice", OwnersAnnotation, i, l.UID)
+		}
+		seen[l.UID] = true
+	}
+	return links, nil
+}
+
+// Format encodes links as an owners annotation value.
+func Format(links []OwnerLink) (string, error) {
+	b, err := json.Marshal(links)
+	if err != nil {
+		return "", fmt.Errorf("encoding owner links: %w", err)
+	}
+	return string(b), nil
+}
+
+func setLinks(obj metav1.Object, links []OwnerLink) error {
+	ann := obj.GetAnnotations()
+	labels := obj.GetLabels()
+	if len(links) == 0 {
+		delete(ann, OwnersAnnotation)
+		delete(labels, OwnedLabel)
+		obj.SetAnnotations(ann)
+		obj.SetLabels(labels)
+		return nil
+	}
+	v, err := Format(links)
+	if err != nil {
+		return err
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	ann[OwnersAnnotation] = v
+	labels[OwnedLabel] = "true"
+	obj.SetAnnotations(ann)
+	obj.SetLabels(labels)
+	return nil
+}
