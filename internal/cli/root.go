@@ -17,7 +17,9 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/controller"
 	"github.com/teardown-dev/teardown/internal/cli/demo"
+	"github.com/teardown-dev/teardown/internal/cli/install"
 	"github.com/teardown-dev/teardown/internal/cli/local"
+	"github.com/teardown-dev/teardown/internal/cli/why"
 )
 
 // Main runs the command line args (args[0] is the program) and returns the
@@ -63,7 +65,9 @@ uninstalls run in order, and stuck deletions are explained.`,
 		local.NewCommand(out, errOut),
 		demo.NewCommand(flags, out, errOut),
 		controller.NewCommand(flags),
+		install.NewCommand(flags, out, errOut),
 		newVersionCommand(flags, out),
+		why.NewCommand(flags, out),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	markUsageErrors(root)

@@ -1,0 +1,259 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LienMode says how a lien protects its objects.
+// +kubebuilder:validation:Enum=Deny;Defer
+type LienMode string
+
+const (
+	// LienModeDeny refuses every DELETE of a protected object, in
+	// kube-apiserver, by a ValidatingAdmissionPolicy.
+	LienModeDeny LienMode = "Deny"
+	// LienModeDefer accepts the DELETE but holds the object with the
+	// finalizer teardown.dev/lien until the lien is released.
+	LienModeDefer LienMode = "Defer"
+)
+
+// Condition types and reasons of Lien and ClusterLien.
+const (
+	// ConditionReady is True when every target and holder resolved.
+	ConditionReady = "Ready"
+	// ConditionHeld is True while the lien protects its objects.
+	ConditionHeld = "Held"
+
+	ReasonResolved      = "Resolved"
+	ReasonInvalidTarget = "InvalidTarget"
+	ReasonTargetMissing = "TargetMissing"
+	ReasonHeld          = "Held"
+	ReasonReleased      = "Released"
+	ReasonNoHolder      = "NoHolder"
+)
+
+// LienTarget names the objects of one kind in the Lien's own namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
+// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__)",message="a Lien only reaches objects in its own namespace: remove namespace, or use a ClusterLien"
+// +kubebuilder:validation:XValidation:rule="!(self.apiVersion == 'v1' && self.kind in ['Namespace', 'Node', 'PersistentVolume', 'ComponentStatus']) && !(self.apiVersion.startsWith('rbac.authorization.k8s.io/') && self.kind in ['ClusterRole', 'ClusterRoleBinding']) && !(self.apiVersion.startsWith('apiextensions.k8s.io/') && self.kind == 'CustomResourceDefinition') && !(self.apiVersion.startsWith('admissionregistration.k8s.io/') && self.kind in ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']) && !(self.apiVersion.startsWith('storage.k8s.io/') && self.kind in ['StorageClass', 'CSIDriver', 'CSINode', 'VolumeAttachment']) && !(self.apiVersion.startsWith('scheduling.k8s.io/') && self.kind == 'PriorityClass') && !(self.apiVersion.startsWith('apiregistration.k8s.io/') && self.kind == 'APIService') && !(self.apiVersion.startsWith('teardown.dev/') && self.kind in ['ClusterLien', 'Teardown'])",message="this kind is cluster-scoped: a Lien only reaches objects in its own namespace; use a ClusterLien"
+type LienTarget struct {
+	// APIVersion of the objects, as in their manifests: "v1", "apps/v1".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects, as in their manifests: "Secret".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Namespace is not allowed: a Lien reaches its own namespace only. The
+	// field exists so that setting it is refused with a clear message
+	// instead of being dropped.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of one object. Exactly one of name and selector.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name,omitempty"`
+	// Selector matches objects by label; {} matches every object of the kind.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ClusterLienTarget names objects of one kind anywhere in the cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
+type ClusterLienTarget struct {
+	// APIVersion of the objects, as in their manifests: "v1", "apps/v1".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects, as in their manifests: "ClusterRole".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Namespace of the objects; required for namespaced kinds, not allowed
+	// for cluster-scoped ones.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of one object. Exactly one of name and selector.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name,omitempty"`
+	// Selector matches objects by label; {} matches every object of the kind.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// LienSpec is what a Lien protects, from what, and until when.
+type LienSpec struct {
+	// Protect lists the objects the lien keeps.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Protect []LienTarget `json:"protect"`
+	// HeldBy lists the objects the lien is held by: it is released once all
+	// of them are gone. A named holder is identified by the UID first seen,
+	// so an object re-created under the same name does not hold the lien. A
+	// selector holds while any object matches it. Empty: held until the
+	// Lien is deleted. Namespaced kinds are looked up in the Lien's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	HeldBy []LienTarget `json:"heldBy,omitempty"`
+	// Mode is Deny (DELETE refused) or Defer (DELETE accepted, the object
+	// kept by a finalizer until release).
+	// +optional
+	// +kubebuilder:default=Deny
+	Mode LienMode `json:"mode,omitempty"`
+	// Reason says why the objects must stay; it is quoted to whoever tries
+	// to delete them.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Reason string `json:"reason"`
+}
+
+// ClusterLienSpec is LienSpec for objects anywhere in the cluster.
+type ClusterLienSpec struct {
+	// Protect lists the objects the lien keeps.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Protect []ClusterLienTarget `json:"protect"`
+	// HeldBy lists the objects the lien is held by, as in Lien; namespaced
+	// kinds need a namespace.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	HeldBy []ClusterLienTarget `json:"heldBy,omitempty"`
+	// Mode is Deny (DELETE refused) or Defer (DELETE accepted, the object
+	// kept by a finalizer until release).
+	// +optional
+	// +kubebuilder:default=Deny
+	Mode LienMode `json:"mode,omitempty"`
+	// Reason says why the objects must stay; it is quoted to whoever tries
+	// to delete them.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Reason string `json:"reason"`
+}
+
+// ObjectState is how a protected object or a holder stands.
+// +kubebuilder:validation:Enum=Protected;Released;Missing;Holding;Gone
+type ObjectState string
+
+const (
+	// StateProtected: the object carries this lien.
+	StateProtected ObjectState = "Protected"
+	// StateReleased: the lien was taken off the object.
+	StateReleased ObjectState = "Released"
+	// StateMissing: a named object does not exist.
+	StateMissing ObjectState = "Missing"
+	// StateHolding: a holder that exists and holds the lien.
+	StateHolding ObjectState = "Holding"
+	// StateGone: a holder that existed and is gone (by UID).
+	StateGone ObjectState = "Gone"
+)
+
+// ObjectStatus is one object a lien protects or is held by.
+type ObjectStatus struct {
+	// +required
+	APIVersion string `json:"apiVersion"`
+	// +required
+	Kind string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +required
+	Name string `json:"name"`
+	// UID of the object when it was first seen.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// +required
+	State ObjectState `json:"state"`
+}
+
+// LienStatus is what the lien controller observed.
+type LienStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready (targets and holders resolved) and Held.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Protected lists the objects the lien applies to.
+	// +optional
+	// +listType=atomic
+	Protected []ObjectStatus `json:"protected,omitempty"`
+	// HeldBy lists the holders and whether they still hold.
+	// +optional
+	// +listType=atomic
+	HeldBy []ObjectStatus `json:"heldBy,omitempty"`
+	// ProtectedCount is the number of objects that carry the lien, for
+	// the PROTECTED column.
+	// +optional
+	ProtectedCount int32 `json:"protectedCount,omitempty"`
+}
+
+// Lien keeps objects in its own namespace from being deleted while its
+// holders exist.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=teardown
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].status`
+// +kubebuilder:printcolumn:name="Protected",type=integer,JSONPath=`.status.protectedCount`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=0
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Lien struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec LienSpec `json:"spec"`
+	// +optional
+	Status LienStatus `json:"status,omitempty"`
+}
+
+// LienList is a list of Liens.
+// +kubebuilder:object:root=true
+type LienList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Lien `json:"items"`
+}
+
+// ClusterLien keeps objects anywhere in the cluster from being deleted
+// while its holders exist.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=teardown
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].status`
+// +kubebuilder:printcolumn:name="Protected",type=integer,JSONPath=`.status.protectedCount`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=0
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterLien struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ClusterLienSpec `json:"spec"`
+	// +optional
+	Status LienStatus `json:"status,omitempty"`
+}
+
+// ClusterLienList is a list of ClusterLiens.
+// +kubebuilder:object:root=true
+type ClusterLienList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterLien `json:"items"`
+}
+
+func init() {
+	knownTypes = append(knownTypes, &Lien{}, &LienList{}, &ClusterLien{}, &ClusterLienList{})
+}

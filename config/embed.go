@@ -1,0 +1,22 @@
+// Package config holds teardown's install manifests (CRDs, RBAC, the lien
+// ValidatingAdmissionPolicies) for kustomize and, embedded, for
+// `teardown install`: one source for both.
+package config
+
+import "embed"
+
+// Manifests are the YAML files `teardown install` applies, in the order of
+// Files.
+//
+//go:embed crd/bases/*.yaml rbac/*.yaml policy/*.yaml
+var Manifests embed.FS
+
+// Files lists the manifests in apply order: CRDs and the namespace first,
+// the policies last.
+var Files = []string{
+	"crd/bases/teardown.dev_liens.yaml",
+	"crd/bases/teardown.dev_clusterliens.yaml",
+	"rbac/rbac.yaml",
+	"policy/lien-deny.yaml",
+	"policy/lien-tamper.yaml",
+}

@@ -1,0 +1,46 @@
+// Package install is `teardown install`: teardown's CRDs, RBAC and lien
+// policies, server-side applied to the current cluster.
+package install
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/install"
+)
+
+// NewCommand returns `teardown install`.
+func NewCommand(flags *genericclioptions.ConfigFlags, out, errOut io.Writer) *cobra.Command {
+	var opts install.Options
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install teardown's CRDs, RBAC and lien admission policies (idempotent)",
+		Long: `Server-side applies teardown's CRDs (Lien, ClusterLien), the controller's
+namespace, service account and aggregated RBAC, and the two lien
+ValidatingAdmissionPolicies, then waits until kube-apiserver enforces them.
+Running it again changes nothing. --dry-run prints the objects instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dryRun {
+				objs, err := install.Objects(opts)
+				if err != nil {
+					return err
+				}
+				return install.Render(out, objs)
+			}
+			cfg, err := cmdutil.Connect(cmd.Context(), flags)
+			if err != nil {
+				return err
+			}
+			return install.Apply(cmd.Context(), cfg, opts, errOut)
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the objects that would be applied and change nothing")
+	cmd.Flags().StringSliceVar(&opts.ControllerUsers, "controller-user", nil, "also trust this user to change lien markers (a controller run outside the cluster)")
+	cmd.Flags().StringSliceVar(&opts.BreakGlassGroups, "break-glass-group", nil, "groups allowed to change lien markers by hand (default teardown.dev:break-glass)")
+	return cmd
+}

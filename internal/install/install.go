@@ -1,0 +1,221 @@
+// Package install applies teardown's manifests (config/: CRDs, RBAC, the
+// lien ValidatingAdmissionPolicies) to a cluster with server-side apply,
+// and waits until the CRDs serve and the lien policy is enforced.
+package install
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/teardown-dev/teardown/config"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// Namespace is where teardown's controller and its policy parameters live.
+const Namespace = "teardown-system"
+
+// ControllerUser is the identity of the in-cluster controller.
+const ControllerUser = "system:serviceaccount:" + Namespace + ":teardown-controller"
+
+// FieldManager owns the fields install applies.
+const FieldManager = "teardown-install"
+
+// Options change what is installed.
+type Options struct {
+	// ControllerUsers are added to those trusted to change lien markers,
+	// for a controller that runs outside the cluster under another identity.
+	ControllerUsers []string
+	// BreakGlassGroups replace the groups allowed to change lien markers by
+	// hand; empty keeps teardown.dev:break-glass.
+	BreakGlassGroups []string
+}
+
+// Objects are the manifests to apply, in order, with opts applied.
+func Objects(opts Options) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, name := range config.Files {
+		data, err := config.Manifests.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", name, err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", name, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			objs = append(objs, u)
+		}
+	}
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" && u.GetName() == "teardown-policy" {
+			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")
+			all := append(strings.Split(users, ","), opts.ControllerUsers...)
+			slices.Sort(all)
+			if err := unstructured.SetNestedField(u.Object, strings.Join(slices.Compact(all), ","), "data", "controllerUsers"); err != nil {
+				return nil, err
+			}
+			if len(opts.BreakGlassGroups) > 0 {
+				if err := unstructured.SetNestedField(u.Object, strings.Join(opts.BreakGlassGroups, ","), "data", "breakGlassGroups"); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return objs, nil
+}
+
+// Render writes the objects as one YAML stream, for --dry-run.
+func Render(w io.Writer, objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		data, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply server-side applies the objects, CRDs first, and returns once the
+// CRDs are established and the lien policy refuses a DELETE. It is
+// idempotent. Progress lines go to out.
+func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) error {
+	objs, err := Objects(opts)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("mapping %s: %w", gvk, err)
+		}
+		ri := dyn.Resource(m.Resource)
+		var target dynamic.ResourceInterface = ri
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			target = ri.Namespace(u.GetNamespace())
+		}
+		if _, err := target.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("applying %s %s: %w", gvk.Kind, u.GetName(), err)
+		}
+		fmt.Fprintf(out, "applied %s/%s\n", strings.ToLower(gvk.Kind), u.GetName())
+		if gvk.Kind == "CustomResourceDefinition" {
+			if err := waitEstablished(ctx, dyn, u.GetName()); err != nil {
+				return err
+			}
+		}
+	}
+	if err := waitEnforced(ctx, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "lien policy enforced")
+	return nil
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crd, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// waitEnforced returns once kube-apiserver has loaded the lien policy: a
+// labelled probe ConfigMap's dry-run DELETE is refused. The probe is then
+// unlabelled as the controller (so the tamper policy lets it) and deleted.
+func waitEnforced(ctx context.Context, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	cms := cs.CoreV1().ConfigMaps(Namespace)
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "teardown-policy-probe-",
+		Labels:       map[string]string{lien.Label: lien.LabelDeny},
+		Annotations:  map[string]string{lien.Annotation: `[{"lien":"teardown-system/install-probe","reason":"teardown install checks that the lien policy is enforced"}]`},
+	}}
+	created, err := cms.Create(ctx, probe, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the policy probe: %w", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cms.Delete(ctx, created.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for kube-apiserver to enforce the lien policy: %w", err)
+	}
+	asController := rest.CopyConfig(cfg)
+	asController.Impersonate = rest.ImpersonationConfig{UserName: ControllerUser, Groups: []string{"system:masters"}}
+	ccs, err := kubernetes.NewForConfig(asController)
+	if err != nil {
+		return err
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
+	// The tamper policy's parameters may take a moment to be seen too.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := ccs.CoreV1().ConfigMaps(Namespace).Patch(ctx, created.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("removing the policy probe %s/%s: %w", Namespace, created.Name, err)
+	}
+	return cms.Delete(ctx, created.Name, metav1.DeleteOptions{})
+}
