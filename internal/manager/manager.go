@@ -17,6 +17,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/dependents"
+	"github.com/teardown-dev/teardown/internal/controller/lien"
 )
 
 // Controller is one of teardown's controllers, registered with the manager
@@ -28,7 +30,10 @@ type Controller struct {
 
 // Controllers are every controller teardown runs, in start order. Each
 // controller package adds itself here.
-var Controllers = []Controller{}
+var Controllers = []Controller{
+	{Name: "lien", Setup: lien.Setup},
+	{Name: "dependents", Setup: dependents.Setup},
+}
 
 // Names are the names of Controllers, for flags and messages.
 func Names() []string {

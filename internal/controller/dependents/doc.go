@@ -1,0 +1,29 @@
+// Package dependents is teardown's dependents controller: a garbage
+// collector for the owner edges Kubernetes cannot express (a namespaced
+// owner of a cluster-scoped object, an owner in another namespace), written
+// as `teardown.dev/owners` links (package pkg/dependents), and the sticky
+// deletion policies an owner chooses with the `teardown.dev/deletion-policy`
+// label: Delete (default), Foreground, Orphan, OrphanUnlessConfirmed.
+//
+// What it watches, all metadata-only and started at run time:
+//   - every listable kind, filtered server-side by the `teardown.dev/owned`
+//     label (the dependents), with an index by owner UID;
+//   - every listable kind, filtered by the presence of the
+//     `teardown.dev/deletion-policy` label (owners with a policy);
+//   - each owner kind some dependent names, unfiltered, started the first
+//     time a dependent names it.
+//
+// The kinds come from API discovery, repeated on an interval and whenever a
+// CustomResourceDefinition changes, so kinds installed later are found.
+// Owner kinds are resolved through the manager's lazy RESTMapper. The
+// informers are client-go metadata informers behind one controller-runtime
+// source (watcher): controller-runtime's cache cannot give a per-kind label
+// selector to kinds it learns of at run time, and a source.Kind per kind
+// would give every dependent kind an unfiltered cache.
+//
+// Safety: a dependent is deleted only after a live GET of each owner
+// returned 404 or another UID, with UID and resourceVersion preconditions,
+// and never before every informer started so far has synced. An owner kind
+// that cannot be resolved, or a malformed annotation, never causes a delete:
+// it is reported as an InvalidOwner event on the dependent.
+package dependents

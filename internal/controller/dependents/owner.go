@@ -1,0 +1,222 @@
+package dependents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	links "github.com/teardown-dev/teardown/pkg/dependents"
+)
+
+// foregroundPoll is how often a Foreground owner rechecks its dependents
+// besides the dependents' own delete events.
+const foregroundPoll = 2 * time.Second
+
+// reconcileOwner keeps the finalizer on owners whose policy needs it and,
+// once they are being deleted, deletes or orphans their dependents as the
+// policy says, then releases them.
+func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile.Result, error) {
+	client := r.meta.Resource(req.GVR).Namespace(req.Namespace)
+	owner, err := client.Get(ctx, req.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), err)
+	}
+	has := slices.Contains(owner.Finalizers, links.Finalizer)
+	policy, err := links.PolicyOf(owner)
+	if err != nil {
+		// Neither delete nor orphan on a policy we do not understand; a
+		// held finalizer stays held until the label is fixed.
+		r.event(ctx, req.GVR, owner, nil, "Warning", ReasonInvalidOwner, "Check", err.Error())
+		return reconcile.Result{}, nil
+	}
+	if owner.DeletionTimestamp == nil {
+		switch {
+		case policy.NeedsFinalizer() && !has:
+			return reconcile.Result{}, r.setFinalizers(ctx, req, owner, append(slices.Clone(owner.Finalizers), links.Finalizer))
+		case !policy.NeedsFinalizer() && has:
+			return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
+		}
+		return reconcile.Result{}, nil
+	}
+	if !has {
+		return reconcile.Result{}, nil // deletion started before the finalizer was added: see docs/owners.md
+	}
+	switch policy.Effective(owner) {
+	case links.PolicyOrphan:
+		if err := r.orphanAll(ctx, req, owner); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
+	case links.PolicyForeground:
+		pending, err := r.deleteForeground(ctx, owner)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if pending > 0 {
+			return reconcile.Result{RequeueAfter: foregroundPoll}, nil
+		}
+		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
+	default: // Delete (OrphanUnlessConfirmed, confirmed): the owner goes, then its dependents.
+		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
+	}
+}
+
+// orphanAll removes the owner's edges from all its dependents: its
+// teardown.dev/owners links and the ownerReferences of its native
+// dependents, so that the built-in garbage collector cannot cascade.
+func (r *Reconciler) orphanAll(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
+	self := []links.OwnerLink{{Name: owner.Name, Namespace: owner.Namespace, UID: owner.UID}}
+	if gvk, err := r.mapper.KindFor(req.GVR); err == nil {
+		self[0].APIVersion, self[0].Kind = gvk.GroupVersion().String(), gvk.Kind
+	}
+	for _, d := range r.w.dependentsOf(string(owner.UID)) {
+		if err := r.removeLinks(ctx, d, self, ReasonOrphanedDependent, "owner %s was deleted with a policy that orphans its dependents"); err != nil {
+			return err
+		}
+	}
+	return r.orphanNative(ctx, req, owner)
+}
+
+// orphanNative removes ownerReferences to owner from every object that
+// could carry one: in the owner's namespace, or anywhere for a
+// cluster-scoped owner. This is one metadata LIST per kind, only when an
+// Orphan owner is being deleted.
+func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
+	var kinds []schema.GroupVersionResource
+	all := r.w.listable()
+	for gvr, namespaced := range all {
+		if owner.Namespace == "" || namespaced {
+			kinds = append(kinds, gvr)
+		}
+	}
+	slices.SortFunc(kinds, compareGVR)
+	for _, gvr := range kinds {
+		ns := owner.Namespace
+		if !all[gvr] {
+			ns = ""
+		}
+		list, err := r.meta.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("listing %s for dependents of %s: %w", gvr.Resource, klog.KObj(owner), err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			refs := slices.DeleteFunc(slices.Clone(item.OwnerReferences), func(o metav1.OwnerReference) bool { return o.UID == owner.UID })
+			if len(refs) == len(item.OwnerReferences) {
+				continue
+			}
+			var v any = refs
+			if len(refs) == 0 {
+				v = nil
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": item.ResourceVersion, "ownerReferences": v}})
+			if err != nil {
+				return err
+			}
+			_, err = r.meta.Resource(gvr).Namespace(item.Namespace).Patch(ctx, item.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case apierrors.IsConflict(err):
+				return errRecheck
+			case err != nil:
+				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), err)
+			}
+			orphanedTotal.WithLabelValues("ownerReference").Inc()
+			r.event(ctx, gvr, item, nil, "Normal", ReasonOrphanedDependent, "Orphan",
+				fmt.Sprintf("ownerReference to %s %s removed: its deletion policy orphans dependents", req.GVR.Resource, klog.KObj(owner)))
+			r.event(ctx, req.GVR, owner, nil, "Normal", ReasonOrphanedDependent, "Orphan",
+				fmt.Sprintf("orphaned %s %s", gvr.Resource, klog.KObj(item)))
+		}
+	}
+	return nil
+}
+
+// deleteForeground deletes the owner's cross-scope dependents that have no
+// other live owner (and only removes its link from the others); it returns
+// how many still exist.
+func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.PartialObjectMetadata) (int, error) {
+	deps := r.w.dependentsOf(string(owner.UID))
+	for _, d := range deps {
+		cached, ok := r.w.cached(d.GVR, d.Namespace, d.Name, false)
+		if !ok || cached.DeletionTimestamp != nil {
+			continue
+		}
+		ls, err := links.Owners(cached)
+		if err != nil {
+			continue // not indexed in the first place
+		}
+		var others []links.OwnerLink
+		for _, l := range ls {
+			if l.UID != owner.UID {
+				others = append(others, l)
+			}
+		}
+		gone, unknown, err := r.classify(ctx, d.GVR, cached, others)
+		if err != nil {
+			return 0, err
+		}
+		mine := []links.OwnerLink{}
+		for _, l := range ls {
+			if l.UID == owner.UID {
+				mine = append(mine, l)
+			}
+		}
+		if len(gone) == len(others) && !unknown {
+			// This owner (being deleted in the foreground) and the gone
+			// ones were all it had: it goes first.
+			if err := r.deleteDependent(ctx, d, ls); err != nil && err != errRecheck {
+				return 0, err
+			}
+			continue
+		}
+		if err := r.removeLinks(ctx, d, mine, ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && err != errRecheck {
+			return 0, err
+		}
+	}
+	return len(r.w.dependentsOf(string(owner.UID))), nil
+}
+
+// setFinalizers replaces the owner's finalizers, with a resourceVersion precondition.
+func (r *Reconciler) setFinalizers(ctx context.Context, req request, owner *metav1.PartialObjectMetadata, finalizers []string) error {
+	var v any = finalizers
+	if len(finalizers) == 0 {
+		v = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": owner.ResourceVersion, "finalizers": v}})
+	if err != nil {
+		return err
+	}
+	_, err = r.meta.Resource(req.GVR).Namespace(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return errRecheck
+	case err != nil:
+		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), err)
+	}
+	return nil
+}
+
+// releaseOwner removes teardown's finalizer.
+func (r *Reconciler) releaseOwner(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
+	ctrl.LoggerFrom(ctx).V(1).Info("releasing owner", "owner", klog.KObj(owner))
+	return r.setFinalizers(ctx, req, owner, slices.DeleteFunc(slices.Clone(owner.Finalizers), func(f string) bool { return f == links.Finalizer }))
+}
