@@ -1,0 +1,219 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// GatherControllers lists Deployments and Leases in all namespaces. now
+// decides which leases are fresh.
+func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.Time) (*Controllers, error) {
+	c := &Controllers{}
+	deps, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		x := Deployment{Namespace: d.Namespace, Name: d.Name, Ready: d.Status.ReadyReplicas, Desired: 1}
+		if d.Spec.Replicas != nil {
+			x.Desired = *d.Spec.Replicas
+		}
+		for _, ct := range d.Spec.Template.Spec.Containers {
+			x.Programs = append(x.Programs, ProgramNames(ct.Name, ct.Command)...)
+		}
+		c.Deployments = append(c.Deployments, x)
+	}
+	leases, err := kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing leases: %w", err)
+	}
+	for _, l := range leases.Items {
+		x := Lease{Namespace: l.Namespace, Name: l.Name}
+		if l.Spec.HolderIdentity != nil {
+			x.Holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {
+			x.Fresh = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).After(now)
+		}
+		c.Leases = append(c.Leases, x)
+	}
+	return c, nil
+}
+
+// GatherWebhooks lists the admission webhooks and, for each service they
+// call, whether it has ready endpoints.
+func GatherWebhooks(ctx context.Context, kube kubernetes.Interface) ([]Webhook, error) {
+	var out []Webhook
+	vs, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing validating webhook configurations: %w", err)
+	}
+	for _, cfg := range vs.Items {
+		for _, w := range cfg.Webhooks {
+			out = append(out, webhook(cfg.Name, false, w.FailurePolicy, w.ClientConfig, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.Name))
+		}
+	}
+	ms, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing mutating webhook configurations: %w", err)
+	}
+	for _, cfg := range ms.Items {
+		for _, w := range cfg.Webhooks {
+			out = append(out, webhook(cfg.Name, true, w.FailurePolicy, w.ClientConfig, w.Rules, w.NamespaceSelector, w.ObjectSelector, w.Name))
+		}
+	}
+	type state struct {
+		missing bool
+		ready   int
+	}
+	states := map[string]state{}
+	for i, w := range out {
+		if w.Service == "" || !w.FailClosed {
+			continue
+		}
+		st, ok := states[w.Service]
+		if !ok {
+			ns, name := splitRef(w.Service)
+			if _, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				st.missing = true
+			} else if err != nil {
+				return nil, fmt.Errorf("reading service %s: %w", w.Service, err)
+			}
+			slices, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+			if err != nil {
+				return nil, fmt.Errorf("listing endpoint slices of service %s: %w", w.Service, err)
+			}
+			for _, s := range slices.Items {
+				for _, e := range s.Endpoints {
+					if e.Conditions.Ready == nil || *e.Conditions.Ready {
+						st.ready++
+					}
+				}
+			}
+			states[w.Service] = st
+		}
+		out[i].ServiceMissing, out[i].ReadyEndpoints = st.missing, st.ready
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Configuration != out[j].Configuration {
+			return out[i].Configuration < out[j].Configuration
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+func webhook(cfg string, mutating bool, fp *admissionv1.FailurePolicyType, cc admissionv1.WebhookClientConfig, rules []admissionv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector, name string) Webhook {
+	w := Webhook{
+		Configuration: cfg, Name: name, Mutating: mutating,
+		FailClosed: fp == nil || *fp == admissionv1.Fail,
+		Rules:      rules, NamespaceSelector: nsSel, ObjectSelector: objSel,
+	}
+	if cc.Service != nil {
+		w.Service = cc.Service.Namespace + "/" + cc.Service.Name
+	}
+	return w
+}
+
+func splitRef(ref string) (string, string) {
+	for i := range ref {
+		if ref[i] == '/' {
+			return ref[:i], ref[i+1:]
+		}
+	}
+	return "", ref
+}
+
+var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// GatherUnavailableAPIServices lists the APIServices that are not Available.
+func GatherUnavailableAPIServices(ctx context.Context, dyn dynamic.Interface) ([]APIService, error) {
+	list, err := dyn.Resource(apiServicesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing apiservices: %w", err)
+	}
+	var out []APIService
+	for _, item := range list.Items {
+		conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
+		a := APIService{Name: item.GetName(), Reason: "NoStatus", Message: "the aggregator has not reported on it"}
+		available := false
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] != "Available" {
+				continue
+			}
+			available = m["status"] == "True"
+			a.Reason, _ = m["reason"].(string)
+			a.Message, _ = m["message"].(string)
+		}
+		if available {
+			continue
+		}
+		ns, _, _ := unstructured.NestedString(item.Object, "spec", "service", "namespace")
+		name, _, _ := unstructured.NestedString(item.Object, "spec", "service", "name")
+		if name != "" {
+			a.Service = ns + "/" + name
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// LienObject is what a Lien or ClusterLien object says, when the API is served.
+type LienObject struct {
+	Reason string
+	HeldBy []string
+}
+
+var (
+	liensGVR        = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "liens"}
+	clusterLiensGVR = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "clusterliens"}
+)
+
+// GatherLienObjects reads the named liens ("ns/name" or "name"); names
+// whose object cannot be read (API not installed, lien gone) are left out.
+func GatherLienObjects(ctx context.Context, dyn dynamic.Interface, names []string) map[string]LienObject {
+	out := map[string]LienObject{}
+	for _, n := range names {
+		ns, name := splitRef(n)
+		var obj *unstructured.Unstructured
+		var err error
+		if ns != "" {
+			obj, err = dyn.Resource(liensGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		} else {
+			obj, err = dyn.Resource(clusterLiensGVR).Get(ctx, name, metav1.GetOptions{})
+		}
+		if err != nil {
+			continue
+		}
+		lo := LienObject{}
+		lo.Reason, _, _ = unstructured.NestedString(obj.Object, "spec", "reason")
+		held, _, _ := unstructured.NestedSlice(obj.Object, "spec", "heldBy")
+		for _, h := range held {
+			m, _ := h.(map[string]any)
+			kind, _ := m["kind"].(string)
+			hname, _ := m["name"].(string)
+			if hname == "" {
+				hname = "(selector)"
+			}
+			ref := kind + "/" + hname
+			if hns, _ := m["namespace"].(string); hns != "" {
+				ref = hns + "/" + ref
+			}
+			lo.HeldBy = append(lo.HeldBy, ref)
+		}
+		out[n] = lo
+	}
+	return out
+}

@@ -1,0 +1,563 @@
+package why
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+// Diagnosis is the answer of `why`.
+type Diagnosis struct {
+	Target    string `json:"target"`
+	Namespace string `json:"namespace,omitempty"`
+	// Deleting is whether a deletion was requested; Since when.
+	Deleting bool   `json:"deleting"`
+	Since    string `json:"since,omitempty"`
+	// Summary is the one-line verdict.
+	Summary  string    `json:"summary"`
+	Findings []Finding `json:"findings"`
+}
+
+// Blocking counts the findings that hold (or would refuse) the deletion.
+func (d Diagnosis) Blocking() int {
+	n := 0
+	for _, f := range d.Findings {
+		if f.Blocking {
+			n++
+		}
+	}
+	return n
+}
+
+// Finding is one reason, with the facts behind it and what to do.
+type Finding struct {
+	// Kind is Finalizer, Content, Condition, Lien, APIService, Webhook,
+	// Dependents or Discovery.
+	Kind     string   `json:"kind"`
+	Blocking bool     `json:"blocking"`
+	Title    string   `json:"title"`
+	Facts    []Fact   `json:"facts,omitempty"`
+	Advice   []string `json:"advice,omitempty"`
+}
+
+// Fact is one labelled line of a finding.
+type Fact struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// namespaceConditions are the namespace controller's conditions, in the
+// order it works through them.
+var namespaceConditions = []string{
+	"NamespaceDeletionDiscoveryFailure",
+	"NamespaceDeletionGroupVersionParsingFailure",
+	"NamespaceDeletionContentFailure",
+	"NamespaceContentRemaining",
+	"NamespaceFinalizersRemaining",
+}
+
+// maxNames bounds the names listed per group.
+const maxNames = 5
+
+// Diagnose explains, from the facts alone, what holds the target.
+func Diagnose(f *Facts) Diagnosis {
+	obj := f.Object
+	d := Diagnosis{Target: f.Target.Ref(), Namespace: f.Target.Namespace}
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		d.Deleting = true
+		d.Since = ts.UTC().Format(time.RFC3339)
+	}
+	isNamespace := f.Target.GVK.Group == "" && f.Target.GVK.Kind == "Namespace"
+	managers := doctor.FinalizerManagers(obj.GetManagedFields())
+
+	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
+	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
+
+	related := relatedIndex(f.Related)
+	for i, fin := range obj.GetFinalizers() {
+		d.Findings = append(d.Findings, finalizerFinding(f, fin, managers[fin], d.Deleting,
+			[]finalizedObject{{ref: objectRefFor(f.Target, obj), kindArg: kindArg(f.Target.GVK.GroupKind()), name: obj.GetName(), namespace: obj.GetNamespace(), index: i, uid: obj.GetUID()}}, related))
+	}
+	if slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+		if fd := foregroundFinding(f, obj.GetUID()); fd != nil {
+			d.Findings = append(d.Findings, *fd)
+		}
+	}
+	if isNamespace {
+		d.Findings = append(d.Findings, namespaceFindings(f, d.Deleting, related)...)
+	} else {
+		for _, a := range f.APIServices {
+			if a.Name == f.Target.GVK.Version+"."+f.Target.GVK.Group {
+				d.Findings = append(d.Findings, apiServiceFinding(a, false))
+			}
+		}
+	}
+
+	n := d.Blocking()
+	switch {
+	case d.Deleting && n > 0:
+		d.Summary = fmt.Sprintf("%s is being deleted since %s and held by %s", d.Target, d.Since, plural(n, "finding", "findings"))
+	case d.Deleting:
+		d.Summary = fmt.Sprintf("%s is being deleted since %s; nothing found that holds it", d.Target, d.Since)
+	case n > 0:
+		d.Summary = fmt.Sprintf("%s is not being deleted; a deletion would be held by %s", d.Target, plural(n, "finding", "findings"))
+	default:
+		d.Summary = fmt.Sprintf("%s is not being deleted; nothing found that would hold its deletion", d.Target)
+	}
+	return d
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+type objectRef struct {
+	ref, arg            string // arg: as kubectl takes it ("-n ns kind/name")
+	labels, annotations map[string]string
+	finalizers          []string
+}
+
+func objectRefFor(t resource.Target, obj *unstructured.Unstructured) string {
+	return resource.KindRef(t.GVK.GroupKind()) + "/" + obj.GetName()
+}
+
+// kindArg is the kind as kubectl takes it on the command line.
+func kindArg(gk schema.GroupKind) string { return resource.KindRef(gk) }
+
+func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
+	type held struct {
+		lien doctor.Lien
+		refs []string
+		args []string // kubectl arguments naming the objects
+	}
+	byName := map[string]*held{}
+	var order []string
+	for _, o := range objs {
+		for _, l := range doctor.LiensOf(o.labels, o.annotations, o.finalizers) {
+			key := l.Source + "|" + l.Name + "|" + l.Mode
+			h, ok := byName[key]
+			if !ok {
+				h = &held{lien: l}
+				byName[key] = h
+				order = append(order, key)
+			}
+			h.refs = append(h.refs, o.ref)
+			h.args = append(h.args, o.arg)
+		}
+	}
+	sort.Strings(order)
+	var out []Finding
+	for _, key := range order {
+		h := byName[key]
+		l := h.lien
+		fd := Finding{Kind: "Lien", Blocking: true}
+		switch {
+		case l.Source == "crossplane":
+			fd.Title = "in use: a Crossplane Usage protects it (label crossplane.io/in-use)"
+			fd.Advice = append(fd.Advice, "delete the Usage that names it (kubectl get usages -A) once what uses it is gone")
+		case l.Mode == "Deny":
+			fd.Title = fmt.Sprintf("lien %s denies DELETE", l.Name)
+			fd.Advice = append(fd.Advice, "delete what the lien waits for (or the lien itself, if the reason no longer holds); the deletion then goes through")
+		default:
+			fd.Title = fmt.Sprintf("lien %s defers the deletion (finalizer %s)", l.Name, doctor.LienFinalizer)
+			fd.Advice = append(fd.Advice, "delete what the lien waits for (or the lien itself); the teardown controller then removes the finalizer")
+		}
+		if l.Reason != "" {
+			fd.Facts = append(fd.Facts, Fact{"reason", l.Reason})
+		}
+		lo, ok := f.LienObjects[l.Name]
+		switch {
+		case ok && len(lo.HeldBy) > 0:
+			fd.Facts = append(fd.Facts, Fact{"held by", strings.Join(lo.HeldBy, ", ")})
+		case ok:
+			fd.Facts = append(fd.Facts, Fact{"held by", "the lien itself (released when it is deleted)"})
+		case l.Source == "teardown":
+			fd.Facts = append(fd.Facts, Fact{"held by", l.Name + " (the Lien object is gone or unreadable: its label stays until the teardown controller releases it)"})
+			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), doctor.LienLabel))
+		}
+		fd.Facts = append(fd.Facts, Fact{"protects", names(h.refs)})
+		out = append(out, fd)
+	}
+	return out
+}
+
+func names(refs []string) string {
+	refs = slices.Clone(refs)
+	sort.Strings(refs)
+	if len(refs) <= maxNames {
+		return strings.Join(refs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(refs[:maxNames], ", "), len(refs)-maxNames)
+}
+
+type finalizedObject struct {
+	ref, kindArg, name, namespace string
+	index                         int
+	uid                           types.UID
+}
+
+// related indexes the dependents of each owner UID and, for namespaces,
+// the objects elsewhere that Helm ties to each release namespace.
+type related struct {
+	byOwner    map[types.UID][]string
+	byHelmNS   map[string][]string
+	byTeardown map[types.UID][]string
+}
+
+func relatedIndex(objs []*resource.Object) related {
+	r := related{byOwner: map[types.UID][]string{}, byHelmNS: map[string][]string{}, byTeardown: map[types.UID][]string{}}
+	for _, o := range objs {
+		for _, ref := range o.OwnerReferences {
+			r.byOwner[ref.UID] = append(r.byOwner[ref.UID], o.Ref())
+		}
+		for _, ow := range doctor.OwnersOf(o.Annotations) {
+			r.byTeardown[types.UID(ow.UID)] = append(r.byTeardown[types.UID(ow.UID)], o.Ref())
+		}
+		if ns := o.Annotations[doctor.HelmReleaseNS]; ns != "" && o.Namespace != ns {
+			r.byHelmNS[ns] = append(r.byHelmNS[ns], fmt.Sprintf("%s (Helm release %s/%s)", o.Ref(), ns, o.Annotations[doctor.HelmReleaseName]))
+		}
+	}
+	return r
+}
+
+func finalizerFinding(f *Facts, fin, manager string, deleting bool, objs []finalizedObject, rel related) Finding {
+	v := f.Controllers.Explain(fin, manager)
+	fd := Finding{Kind: "Finalizer"}
+	refs := make([]string, 0, len(objs))
+	for _, o := range objs {
+		refs = append(refs, o.ref)
+	}
+	on := names(refs)
+	if len(objs) > 1 {
+		on = fmt.Sprintf("%d objects: %s", len(objs), on)
+	}
+	switch {
+	case v.Stuck():
+		fd.Blocking = true
+		fd.Title = fmt.Sprintf("finalizer %s: nobody will remove it", fin)
+	case v.State == doctor.Unknown:
+		fd.Blocking = deleting
+		fd.Title = fmt.Sprintf("finalizer %s: waiting for %s", fin, v.Remover)
+	default:
+		fd.Blocking = deleting
+		fd.Title = fmt.Sprintf("finalizer %s: waiting for %s, which runs", fin, v.Remover)
+	}
+	if !deleting {
+		fd.Title = strings.Replace(fd.Title, ": waiting for", ": a deletion would wait for", 1)
+	}
+	set := manager
+	if set == "" {
+		set = "unknown (not in managedFields)"
+	}
+	fd.Facts = append(fd.Facts, Fact{"on", on}, Fact{"set by", set}, Fact{"removed by", v.Remover})
+	if v.When != "" {
+		fd.Facts = append(fd.Facts, Fact{"removed", v.When})
+	}
+	fd.Facts = append(fd.Facts, Fact{"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)})
+
+	// What removing it by hand would leave behind.
+	var left []string
+	for _, o := range objs {
+		left = append(left, rel.byOwner[o.uid]...)
+		left = append(left, rel.byTeardown[o.uid]...)
+	}
+	if isKubernetesFinalizer(fin) {
+		fd.Advice = append(fd.Advice, "do not remove it: "+v.Remover+" removes it "+v.When+"; the findings about what it waits for are the ones to act on")
+		return fd
+	}
+	if v.Stuck() && strings.HasPrefix(v.Remover, "nobody") {
+		fd.Advice = append(fd.Advice, "ask whoever added it what it protects; nothing else runs cleanup for it")
+	} else if v.Stuck() {
+		fd.Advice = append(fd.Advice, fmt.Sprintf("start %s again (or fix it): it runs its cleanup and removes the finalizer itself", v.Remover))
+	}
+	orphan := fmt.Sprintf("this skips %s's cleanup: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
+	if len(left) > 0 {
+		orphan += "; known dependents left behind: " + names(left)
+	}
+	o := objs[0]
+	nsFlag := ""
+	if o.namespace != "" {
+		nsFlag = " -n " + o.namespace
+	}
+	each := ""
+	if len(objs) > 1 {
+		each = " (for each object)"
+	}
+	fd.Advice = append(fd.Advice, fmt.Sprintf("only if %s is gone for good: kubectl patch %s %s%s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers/%d\"}]'%s; %s",
+		v.Remover, o.kindArg, o.name, nsFlag, o.index, each, orphan))
+	return fd
+}
+
+func foregroundFinding(f *Facts, uid types.UID) *Finding {
+	var waiting []string
+	for _, o := range f.Related {
+		for _, ref := range o.OwnerReferences {
+			if ref.UID == uid && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+				w := o.Ref()
+				if len(o.Finalizers) > 0 {
+					w += " [finalizers " + strings.Join(o.Finalizers, ", ") + "]"
+				}
+				waiting = append(waiting, w)
+			}
+		}
+	}
+	for _, o := range f.Content {
+		for _, ref := range o.OwnerReferences {
+			if ref.UID == uid && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+				waiting = append(waiting, o.Ref())
+			}
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	return &Finding{
+		Kind: "Dependents", Blocking: true,
+		Title:  fmt.Sprintf("foreground deletion waits for %s with blockOwnerDeletion", plural(len(waiting), "dependent", "dependents")),
+		Facts:  []Fact{{"dependents", names(waiting)}},
+		Advice: []string{"run `teardown why` on each dependent: the owner goes once they are gone"},
+	}
+}
+
+func webhookFindings(f *Facts, isNamespace bool) []Finding {
+	obj := f.Object
+	reqs := []doctor.Request{{GVR: f.Target.GVR, Namespaced: f.Target.Namespaced, Operation: admissionv1.Delete, NamespaceLabels: f.NamespaceLabels, ObjectLabels: obj.GetLabels()}}
+	if len(obj.GetFinalizers()) > 0 {
+		reqs = append(reqs, doctor.Request{GVR: f.Target.GVR, Namespaced: f.Target.Namespaced, Operation: admissionv1.Update, NamespaceLabels: f.NamespaceLabels, ObjectLabels: obj.GetLabels()})
+	}
+	if isNamespace {
+		for _, o := range f.Content {
+			reqs = append(reqs, doctor.Request{GVR: o.Resource.GVR, Namespaced: true, Operation: admissionv1.Delete, NamespaceLabels: f.NamespaceLabels, ObjectLabels: o.Labels})
+			if len(o.Finalizers) > 0 {
+				reqs = append(reqs, doctor.Request{GVR: o.Resource.GVR, Namespaced: true, Operation: admissionv1.Update, NamespaceLabels: f.NamespaceLabels, ObjectLabels: o.Labels})
+			}
+		}
+	}
+	var out []Finding
+	for _, w := range f.Webhooks {
+		if !w.Down() {
+			continue
+		}
+		blocked := map[string]bool{}
+		for _, r := range reqs {
+			if w.Matches(r) {
+				what := string(r.Operation) + " " + r.GVR.GroupResource().String()
+				if r.Operation == admissionv1.Update {
+					what += " (finalizer removal)"
+				}
+				blocked[what] = true
+			}
+		}
+		if len(blocked) == 0 {
+			continue
+		}
+		ops := make([]string, 0, len(blocked))
+		for k := range blocked {
+			ops = append(ops, k)
+		}
+		sort.Strings(ops)
+		out = append(out, Finding{
+			Kind: "Webhook", Blocking: true,
+			Title: fmt.Sprintf("fail-closed webhook %s (%s/%s) cannot be reached", w.Name, w.Kind(), w.Configuration),
+			Facts: []Fact{{"service", w.Why()}, {"failurePolicy", "Fail"}, {"refuses", strings.Join(ops, ", ")}},
+			Advice: []string{
+				fmt.Sprintf("bring back the webhook's server behind service %s", w.Service),
+				fmt.Sprintf("or, if its operator is gone: kubectl delete %s %s (its checks stop for every object it matched)", w.Kind(), w.Configuration),
+			},
+		})
+	}
+	return out
+}
+
+func apiServiceFinding(a doctor.APIService, blocking bool) Finding {
+	fd := Finding{Kind: "APIService", Blocking: blocking,
+		Title: fmt.Sprintf("APIService %s is unavailable", a.Name),
+		Facts: []Fact{{"status", a.Reason + ": " + a.Message}},
+	}
+	if a.Service != "" {
+		fd.Facts = append(fd.Facts, Fact{"service", a.Service})
+	}
+	if blocking {
+		fd.Facts = append(fd.Facts, Fact{"effect", "the namespace controller cannot list this API, so it cannot tell the namespace is empty; every namespace being deleted waits"})
+	}
+	fd.Advice = []string{
+		"bring back the API's server (service " + orNone(a.Service) + ")",
+		"or, if that API is gone for good: kubectl delete apiservice " + a.Name + "; objects the extension server stored are not deleted with the namespace then (they live in its own storage)",
+	}
+	return fd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
+	var out []Finding
+	ns := f.Object.GetName()
+	conds, _, _ := unstructured.NestedSlice(f.Object.Object, "status", "conditions")
+	var facts []Fact
+	for _, want := range namespaceConditions {
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] != want || m["status"] != "True" {
+				continue
+			}
+			reason, _ := m["reason"].(string)
+			msg, _ := m["message"].(string)
+			facts = append(facts, Fact{want, reason + ": " + msg})
+		}
+	}
+	if len(facts) > 0 {
+		out = append(out, Finding{Kind: "Condition", Blocking: false, Title: "the namespace controller reports", Facts: facts})
+	}
+
+	for _, a := range f.APIServices {
+		out = append(out, apiServiceFinding(a, deleting))
+	}
+	if len(f.DiscoveryFailures) > 0 && deleting {
+		var gvs []string
+		for gv, err := range f.DiscoveryFailures {
+			gvs = append(gvs, gv+": "+err)
+		}
+		sort.Strings(gvs)
+		out = append(out, Finding{Kind: "Discovery", Blocking: true,
+			Title:  "discovery fails for " + plural(len(gvs), "API group", "API groups"),
+			Facts:  []Fact{{"failing", strings.Join(gvs, "; ")}},
+			Advice: []string{"the namespace controller needs every API to answer; see the APIService findings"},
+		})
+	}
+
+	// Content, grouped by kind and reason.
+	type group struct {
+		kind, reason string
+		refs         []string
+	}
+	groups := map[string]*group{}
+	var keys []string
+	var lienObjs []objectRef
+	type finGroup struct {
+		manager string
+		objs    []finalizedObject
+	}
+	fins := map[string]*finGroup{}
+	var finNames []string
+	for _, o := range f.Content {
+		var reasons []string
+		liens := doctor.LiensOf(o.Labels, o.Annotations, o.Finalizers)
+		for _, l := range liens {
+			reasons = append(reasons, fmt.Sprintf("lien %s (%s)", l.Name, l.Mode))
+		}
+		if len(liens) > 0 {
+			lienObjs = append(lienObjs, objectRef{ref: o.Ref(), arg: kubectlArg(resource.KindRef(o.Resource.GroupKind())+"/"+o.Name, o.Namespace), labels: o.Labels, annotations: o.Annotations, finalizers: o.Finalizers})
+		}
+		managers := doctor.FinalizerManagers(o.ManagedFields)
+		for i, fin := range o.Finalizers {
+			reasons = append(reasons, "finalizer "+fin)
+			key := fin + "|" + managers[fin]
+			g, ok := fins[key]
+			if !ok {
+				g = &finGroup{manager: managers[fin]}
+				fins[key] = g
+				finNames = append(finNames, key)
+			}
+			g.objs = append(g.objs, finalizedObject{ref: o.Ref(), kindArg: resource.KindRef(o.Resource.GroupKind()), name: o.Name, namespace: o.Namespace, index: i, uid: o.UID})
+		}
+		if len(reasons) == 0 {
+			if o.DeletionTimestamp != nil {
+				reasons = append(reasons, "being deleted")
+			} else {
+				reasons = append(reasons, "not deleted yet")
+			}
+		}
+		kind := resource.KindRef(o.Resource.GroupKind())
+		key := kind + "|" + strings.Join(reasons, ", ")
+		g, ok := groups[key]
+		if !ok {
+			g = &group{kind: kind, reason: strings.Join(reasons, ", ")}
+			groups[key] = g
+			keys = append(keys, key)
+		}
+		g.refs = append(g.refs, o.Name)
+	}
+	if len(f.Content) > 0 {
+		sort.Strings(keys)
+		fd := Finding{Kind: "Content", Blocking: deleting}
+		kinds := map[string]bool{}
+		for _, k := range keys {
+			g := groups[k]
+			kinds[g.kind] = true
+			fd.Facts = append(fd.Facts, Fact{fmt.Sprintf("%s ×%d", g.kind, len(g.refs)), g.reason + ": " + names(g.refs)})
+		}
+		verb := "remain"
+		if !deleting {
+			verb = "would be deleted first"
+		}
+		fd.Title = fmt.Sprintf("%s of %s %s in the namespace", plural(len(f.Content), "object", "objects"), plural(len(kinds), "kind", "kinds"), verb)
+		if deleting {
+			fd.Advice = []string{"each group's reason is explained below; the namespace goes once they are gone"}
+		}
+		out = append(out, fd)
+	}
+	out = append(out, lienFindings(f, lienObjs, deleting)...)
+	sort.Strings(finNames)
+	for _, key := range finNames {
+		g := fins[key]
+		fin, _, _ := strings.Cut(key, "|")
+		sort.Slice(g.objs, func(i, j int) bool { return g.objs[i].ref < g.objs[j].ref })
+		fd := finalizerFinding(f, fin, g.manager, deleting, g.objs, rel)
+		if rest := rel.byHelmNS[ns]; len(rest) > 0 && fd.Advice != nil && !isKubernetesFinalizer(fin) {
+			fd.Advice[len(fd.Advice)-1] += "; the objects Helm installed from this namespace outside it are then orphaned for good: " + names(rest)
+		}
+		out = append(out, fd)
+	}
+	if deleting && len(f.Content) == 0 {
+		spec, _, _ := unstructured.NestedStringSlice(f.Object.Object, "spec", "finalizers")
+		if slices.Contains(spec, "kubernetes") {
+			v := f.Controllers.Explain("kubernetes", "")
+			out = append(out, Finding{Kind: "Finalizer", Blocking: true,
+				Title:  "the namespace is empty but its finalizer kubernetes remains",
+				Facts:  []Fact{{"removed by", v.Remover}, {"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)}},
+				Advice: []string{"check that kube-controller-manager runs with the namespace controller; if some API could not be listed it may still hold content"},
+			})
+		}
+	}
+	if len(f.ListFailures) > 0 {
+		var l []string
+		for r, err := range f.ListFailures {
+			l = append(l, r+": "+err)
+		}
+		sort.Strings(l)
+		out = append(out, Finding{Kind: "Discovery", Title: "some resources could not be listed; content there is unknown", Facts: []Fact{{"failed", strings.Join(l, "; ")}}})
+	}
+	return out
+}
+
+func kubectlArg(ref, ns string) string {
+	if ns == "" {
+		return ref
+	}
+	return ref + " -n " + ns
+}
+
+// isKubernetesFinalizer: removed by Kubernetes itself once what it waits for
+// is done; never to be removed by hand.
+func isKubernetesFinalizer(fin string) bool {
+	return fin == "kubernetes" || fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents
+}

@@ -1,0 +1,32 @@
+package why
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+// Facts is everything `why` reads from the cluster about one object.
+type Facts struct {
+	Target resource.Target
+	Object *unstructured.Unstructured
+	// Content is a namespace's content (empty for other objects).
+	Content []*resource.Object
+	// Related are objects outside the target that depend on it: its
+	// ownerReference and teardown-owner dependents, and for a namespace the
+	// objects elsewhere that Helm or teardown tie to it.
+	Related         []*resource.Object
+	NamespaceLabels map[string]string
+	Controllers     *doctor.Controllers
+	Webhooks        []doctor.Webhook
+	APIServices     []doctor.APIService
+	// DiscoveryFailures are group/versions discovery could not read.
+	DiscoveryFailures map[string]string
+	// ListFailures are resources that could not be listed.
+	ListFailures map[string]string
+	LienObjects  map[string]doctor.LienObject
+	Now          time.Time
+}

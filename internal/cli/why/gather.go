@@ -1,0 +1,150 @@
+package why
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+// Gather reads what `why` needs about target: the object itself (one GET),
+// metadata-only lists of what may depend on it, and the cluster-wide facts
+// (controllers, webhooks, APIServices). It does not change anything.
+func Gather(ctx context.Context, c *resource.Clients, t resource.Target, now time.Time) (*Facts, error) {
+	ri := c.Dynamic.Resource(t.GVR)
+	var err error
+	f := &Facts{Target: t, Now: now, DiscoveryFailures: map[string]string{}, ListFailures: map[string]string{}}
+	if t.Namespaced {
+		f.Object, err = ri.Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	} else {
+		f.Object, err = ri.Get(ctx, t.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		if t.Namespaced {
+			return nil, fmt.Errorf("%s not found in namespace %s", t.Ref(), t.Namespace)
+		}
+		return nil, fmt.Errorf("%s not found", t.Ref())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", t.Ref(), err)
+	}
+	isNamespace := t.GVK.Group == "" && t.GVK.Kind == "Namespace"
+	switch {
+	case isNamespace:
+		f.NamespaceLabels = f.Object.GetLabels()
+	case t.Namespaced:
+		ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, t.Namespace, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading namespace %s: %w", t.Namespace, err)
+		}
+		if err == nil {
+			f.NamespaceLabels = ns.Labels
+		}
+	}
+
+	// What may depend on the target: for a namespace its content and the
+	// cluster-scoped objects; for an object with finalizers, whatever its
+	// dependents could be (namespaced owners have dependents in their own
+	// namespace and, through teardown links, anywhere).
+	if isNamespace || len(f.Object.GetFinalizers()) > 0 {
+		scope := resource.Scope{ClusterScoped: true, Skip: resource.Events}
+		switch {
+		case isNamespace:
+			scope.Namespace = t.Name
+			scope.Skip = nil
+		case t.Namespaced:
+			scope.Namespace = t.Namespace
+		}
+		inv, err := resource.Gather(ctx, c.Discovery, c.Metadata, scope)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range inv.Failed {
+			f.ListFailures[k] = v.Error()
+		}
+		uid := f.Object.GetUID()
+		for _, o := range inv.Objects {
+			switch {
+			case isNamespace && o.Namespace == t.Name:
+				f.Content = append(f.Content, o)
+			case isNamespace && tiedToNamespace(o, t.Name):
+				f.Related = append(f.Related, o)
+			case !isNamespace && dependsOn(o, uid):
+				f.Related = append(f.Related, o)
+			}
+		}
+	}
+	if _, failed, err := resource.Discover(c.Discovery); err == nil {
+		for gv, e := range failed {
+			f.DiscoveryFailures[gv] = e.Error()
+		}
+	}
+
+	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
+		return nil, err
+	}
+	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {
+		return nil, err
+	}
+	if f.APIServices, err = doctor.GatherUnavailableAPIServices(ctx, c.Dynamic); err != nil {
+		return nil, err
+	}
+	f.LienObjects = doctor.GatherLienObjects(ctx, c.Dynamic, lienNames(f))
+	return f, nil
+}
+
+// tiedToNamespace: an object outside the namespace that Helm installed from
+// it or that names an owner in it.
+func tiedToNamespace(o *resource.Object, ns string) bool {
+	if o.Annotations[doctor.HelmReleaseNS] == ns {
+		return true
+	}
+	for _, ow := range doctor.OwnersOf(o.Annotations) {
+		if ow.Namespace == ns {
+			return true
+		}
+	}
+	return false
+}
+
+func dependsOn(o *resource.Object, uid types.UID) bool {
+	for _, r := range o.OwnerReferences {
+		if r.UID == uid {
+			return true
+		}
+	}
+	for _, ow := range doctor.OwnersOf(o.Annotations) {
+		if types.UID(ow.UID) == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func lienNames(f *Facts) []string {
+	seen := map[string]bool{}
+	add := func(labels, annotations map[string]string, finalizers []string) {
+		for _, l := range doctor.LiensOf(labels, annotations, finalizers) {
+			if l.Source == "teardown" && l.Name != "(unnamed)" {
+				seen[l.Name] = true
+			}
+		}
+	}
+	add(f.Object.GetLabels(), f.Object.GetAnnotations(), f.Object.GetFinalizers())
+	for _, o := range f.Content {
+		add(o.Labels, o.Annotations, o.Finalizers)
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,90 @@
+package why
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+// Options are the flags of `teardown why`.
+type Options struct {
+	Output string
+}
+
+// NewCommand returns `teardown why`.
+func NewCommand(flags *genericclioptions.ConfigFlags, out io.Writer) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "why KIND/NAME",
+		Short: "Explain why an object or namespace is not gone, or what would hold its deletion",
+		Long: `why explains why an object or a namespace is stuck deleting (or, before a
+delete, what would hold it): each finalizer, the manager that set it and
+whether anything runs that will remove it; a namespace's remaining content
+grouped by kind with the reason for each; liens; unavailable APIServices;
+fail-closed webhooks without endpoints; foreground deletion waiting on
+dependents. Exit code 1 when something holds the deletion.`,
+		Example: `  teardown why namespace/foohome
+  teardown why foo.example.com/myfoo -n foohome
+  kubectl teardown why deployment my-operator -n operators -o json`,
+		Args: cobra.RangeArgs(1, 2),
+		PreRunE: func(*cobra.Command, []string) error {
+			if o.Output != "text" && o.Output != "json" {
+				return cmdutil.Usagef("--output %q: want text or json", o.Output)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.Run(cmd.Context(), flags, args, out)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// Run gathers, diagnoses and renders.
+func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags, args []string, out io.Writer) error {
+	arg, err := resource.ParseArgs(args)
+	if err != nil {
+		return err
+	}
+	cfg, err := cmdutil.Connect(ctx, flags)
+	if err != nil {
+		return err
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return cmdutil.Usagef("reading the namespace: %w", err)
+	}
+	clients, err := resource.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	target, err := resource.Resolve(clients.Mapper, arg, ns)
+	if err != nil {
+		return err
+	}
+	facts, err := Gather(ctx, clients, target, time.Now())
+	if err != nil {
+		return err
+	}
+	d := Diagnose(facts)
+	if o.Output == "json" {
+		err = RenderJSON(out, d)
+	} else {
+		err = Render(out, d)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the answer: %w", err)
+	}
+	if n := d.Blocking(); n > 0 {
+		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %s", target.Ref(), plural(n, "finding holds its deletion", "findings hold its deletion"))}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package why
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
+var widgets = resource.APIResource{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}
+
+func finalizerFields(manager, finalizer string) []metav1.ManagedFieldsEntry {
+	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + finalizer + `\"":{}}}}`)}}}
+}
+
+func stuckNamespace() *Facts {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "foohome", "uid": "ns-uid", "deletionTimestamp": "2026-05-01T11:58:00Z"},
+		"spec":     map[string]any{"finalizers": []any{"kubernetes"}},
+		"status": map[string]any{"phase": "Terminating", "conditions": []any{
+			map[string]any{"type": "NamespaceDeletionDiscoveryFailure", "status": "True", "reason": "DiscoveryFailed", "message": "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.example.com/v1beta1: stale GroupVersion discovery: metrics.example.com/v1beta1"},
+			map[string]any{"type": "NamespaceDeletionContentFailure", "status": "False", "reason": "ContentDeleted"},
+			map[string]any{"type": "NamespaceFinalizersRemaining", "status": "True", "reason": "SomeFinalizersRemain", "message": "Some content in the namespace has finalizers remaining: example.com/cleanup in 3 resource instances"},
+		}},
+	}}
+	var content []*resource.Object
+	for _, n := range []string{"c", "a", "b"} {
+		content = append(content, &resource.Object{Resource: widgets, ObjectMeta: metav1.ObjectMeta{
+			Name: n, Namespace: "foohome", UID: k8stypes.UID("w-" + n), Finalizers: []string{"example.com/cleanup"},
+			DeletionTimestamp: &metav1.Time{Time: now.Add(-time.Minute)},
+			ManagedFields:     finalizerFields("widget-operator", "example.com/cleanup"),
+		}})
+	}
+	content = append(content, &resource.Object{
+		Resource: resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true},
+		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.myfoo.v1", Namespace: "foohome", UID: "s1",
+			Labels:      map[string]string{doctor.LienLabel: "true"},
+			Annotations: map[string]string{doctor.LiensAnnotation: `[{"lien":"foohome/keep-release","reason":"release record needed to uninstall myfoo cleanly"}]`}},
+	})
+	role := &resource.Object{
+		Resource: resource.APIResource{GVR: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: "foohome-myfoo-foo", UID: "r1",
+			Annotations: map[string]string{doctor.HelmReleaseName: "myfoo", doctor.HelmReleaseNS: "foohome"}},
+	}
+	return &Facts{
+		Target:  resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "foohome"},
+		Object:  ns,
+		Content: content,
+		Related: []*resource.Object{role},
+		Controllers: &doctor.Controllers{
+			Deployments: []doctor.Deployment{{Namespace: "foo-system", Name: "widget-operator", Programs: []string{"manager"}, Ready: 0, Desired: 1}},
+		},
+		APIServices:       []doctor.APIService{{Name: "v1beta1.metrics.example.com", Service: "monitoring/metrics", Reason: "ServiceNotFound", Message: `service/metrics in "monitoring" is not present`}},
+		DiscoveryFailures: map[string]string{},
+		ListFailures:      map[string]string{},
+		LienObjects:       map[string]doctor.LienObject{"foohome/keep-release": {Reason: "release record needed to uninstall myfoo cleanly", HeldBy: []string{"foohome/Foo/myfoo"}}},
+		Now:               now,
+	}
+}
+
+func TestRenderStuckNamespace(t *testing.T) {
+	d := Diagnose(stuckNamespace())
+	var text, js bytes.Buffer
+	if err := Render(&text, d); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stuck-namespace.golden", text.Bytes())
+	if err := RenderJSON(&js, d); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stuck-namespace.json.golden", js.Bytes())
+}
+
+func TestRenderNothingHolds(t *testing.T) {
+	f := &Facts{
+		Target:      resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespaced: true, Namespace: "default", Name: "settings"},
+		Object:      &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": "default"}}},
+		Controllers: &doctor.Controllers{},
+	}
+	var text bytes.Buffer
+	if err := Render(&text, Diagnose(f)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "nothing-holds.golden", text.Bytes())
+}

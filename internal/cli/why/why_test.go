@@ -1,0 +1,261 @@
+//go:build integration
+
+package why_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+)
+
+func wantAll(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+}
+
+// A namespace held by a finalizer whose controller is not running.
+func TestWhyNamespaceHeldByFinalizerNobodyRemoves(t *testing.T) {
+	const ns = "why-finalizer"
+	env.EnsureWidgetCRD(t)
+	env.CreateNamespace(t, ns, nil)
+	for _, name := range []string{"a", "b", "c"} {
+		env.CreateWidget(t, ns, name, "widget-operator", "example.com/cleanup")
+	}
+	env.DeleteNamespace(t, ns, "NamespaceFinalizersRemaining")
+
+	code, out, stderr := env.Run(t, "why", "namespace/"+ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"namespace/"+ns+" is being deleted since",
+		"[BLOCKING] finalizer example.com/cleanup: nobody will remove it",
+		"set by:     widget-operator",
+		`no Deployment or leader Lease matching "widget-operator" or "example.com" found`,
+		"widget.example.com ×3",
+		"3 objects: "+ns+"/widget.example.com/a, "+ns+"/widget.example.com/b, "+ns+"/widget.example.com/c",
+		"NamespaceFinalizersRemaining",
+		"this skips widget-operator's cleanup",
+	)
+	if !strings.HasPrefix(stderr, "teardown: namespace/"+ns+": ") {
+		t.Errorf("stderr %q, want the one-line summary", stderr)
+	}
+
+	// The same with kind and name as two arguments, and as JSON.
+	code, out, _ = env.Run(t, "why", "ns", ns, "-o", "json")
+	if code != cmdutil.ExitFinding {
+		t.Errorf("json: exit code %d", code)
+	}
+	wantAll(t, out, `"kind": "Finalizer"`, `"blocking": true`, `"target": "namespace/`+ns+`"`)
+}
+
+// A namespace stuck because an APIService is unavailable.
+func TestWhyNamespaceStuckOnUnavailableAPIService(t *testing.T) {
+	const ns = "why-apiservice"
+	ctx := context.Background()
+	apiservices := env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	_, err := apiservices.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1.broken.example.com"},
+		"spec": map[string]any{
+			"group": "broken.example.com", "version": "v1", "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+			"insecureSkipTLSVerify": true,
+			"service":               map[string]any{"namespace": "default", "name": "no-such-metrics-server"},
+		},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = apiservices.Delete(ctx, "v1.broken.example.com", metav1.DeleteOptions{}) })
+	env.CreateNamespace(t, ns, nil)
+	env.DeleteNamespace(t, ns, "NamespaceDeletionDiscoveryFailure")
+
+	code, out, _ := env.Run(t, "why", "namespace/"+ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"[BLOCKING] APIService v1.broken.example.com is unavailable",
+		"service: default/no-such-metrics-server",
+		"NamespaceDeletionDiscoveryFailure",
+		"kubectl delete apiservice v1.broken.example.com",
+	)
+
+	// Deleting the APIService lets the namespace go, as why said.
+	if err := apiservices.Delete(ctx, "v1.broken.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	doctortest.WaitGone(t, "namespace "+ns, func(ctx context.Context) error {
+		_, err := env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err
+	})
+}
+
+// A fail-closed webhook with no endpoints blocking deletes.
+func TestWhyFailClosedWebhookWithoutEndpoints(t *testing.T) {
+	const ns = "why-webhook"
+	ctx := context.Background()
+	env.CreateNamespace(t, ns, map[string]string{"webhook-test": "on"})
+	if _, err := env.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}, Selector: map[string]string{"app": "guard"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
+	vwc := &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard-webhook"},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name:                    "guard.example.com",
+			ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: ns, Name: "guard", Port: new(int32(443))}},
+			Rules:                   []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Delete}, Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-test": "on"}},
+		}},
+	}
+	if _, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	})
+	// The webhook really refuses the delete.
+	if err := env.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}); err == nil {
+		t.Fatal("the webhook did not refuse the delete")
+	}
+
+	code, out, _ := env.Run(t, "why", "configmap/settings", "-n", ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"[BLOCKING] fail-closed webhook guard.example.com (validatingwebhookconfiguration/guard-webhook) cannot be reached",
+		"service:       service "+ns+"/guard has no ready endpoints",
+		"refuses:       DELETE configmaps",
+		"kubectl delete validatingwebhookconfiguration guard-webhook",
+	)
+	// A ConfigMap outside the webhook's namespaces is not affected.
+	code, out, _ = env.Run(t, "why", "configmap/kube-root-ca.crt", "-n", "default")
+	if code != cmdutil.ExitOK || strings.Contains(out, "guard") {
+		t.Errorf("configmap in default: exit %d, output mentions the webhook: %v", code, strings.Contains(out, "guard"))
+	}
+}
+
+var lienGVR = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "liens"}
+
+// A Deny lien blocking a delete, and a namespace waiting on it.
+func TestWhyDenyLien(t *testing.T) {
+	const ns = "why-lien"
+	ctx := context.Background()
+	env.CreateNamespace(t, ns, nil)
+	env.InstallLienPolicy(t, ns)
+	// A stand-in for the Lien API, so that why can show what holds the lien.
+	env.EnsureCRD(t, &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "liens.teardown.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "teardown.dev", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "liens", Singular: "lien", Kind: "Lien", ListKind: "LienList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}}}},
+		},
+	}, lienGVR)
+	if _, err := env.Dynamic.Resource(lienGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "teardown.dev/v1alpha1", "kind": "Lien",
+		"metadata": map[string]any{"name": "keep-release"},
+		"spec": map[string]any{
+			"protect": []any{map[string]any{"apiVersion": "v1", "kind": "Secret", "name": "sh.helm.release.v1.myfoo.v1"}},
+			"heldBy":  []any{map[string]any{"apiVersion": "example.com/v1", "kind": "Foo", "name": "myfoo"}},
+			"mode":    "Deny",
+			"reason":  "release record needed to uninstall myfoo cleanly",
+		},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name:        "sh.helm.release.v1.myfoo.v1",
+		Labels:      map[string]string{"teardown.dev/lien": "true", "owner": "helm", "name": "myfoo"},
+		Annotations: map[string]string{"teardown.dev/liens": `[{"lien":"why-lien/keep-release","reason":"release record needed to uninstall myfoo cleanly"}]`},
+	}}
+	if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.Kube.CoreV1().Secrets(ns).Patch(ctx, secret.Name, "application/merge-patch+json", []byte(`{"metadata":{"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{})
+	})
+
+	// Before any delete: what would refuse it.
+	code, out, _ := env.Run(t, "why", "secret/"+secret.Name, "-n", ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"is not being deleted; a deletion would be held by 1 finding",
+		"[BLOCKING] lien why-lien/keep-release denies DELETE",
+		"reason:   release record needed to uninstall myfoo cleanly",
+		"held by:  Foo/myfoo",
+	)
+
+	// The namespace waits on it.
+	env.DeleteNamespace(t, ns, "NamespaceDeletionContentFailure")
+	code, out, _ = env.Run(t, "why", "namespace/"+ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"[BLOCKING] lien why-lien/keep-release denies DELETE",
+		"reason:   release record needed to uninstall myfoo cleanly",
+		// The namespace controller deleted the Lien object itself.
+		"held by:  why-lien/keep-release (the Lien object is gone",
+		"kubectl label secret/sh.helm.release.v1.myfoo.v1 -n why-lien teardown.dev/lien-",
+		"secret ×1",
+		"lien why-lien/keep-release (Deny): sh.helm.release.v1.myfoo.v1",
+		"NamespaceDeletionContentFailure",
+		"protected by liens",
+	)
+}
+
+// Unknown kind, missing object, unreachable cluster: one line, 2/1/3.
+func TestWhyErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"unknown kind", []string{"why", "frobnicator/x"}, cmdutil.ExitUsage, `the server doesn't have a resource type "frobnicator"`},
+		{"missing object", []string{"why", "configmap/nope", "-n", "default"}, cmdutil.ExitFinding, "configmap/nope not found in namespace default"},
+		{"missing namespace", []string{"why", "ns/nope"}, cmdutil.ExitFinding, "namespace/nope not found"},
+		{"no name", []string{"why", "configmap"}, cmdutil.ExitUsage, "want KIND/NAME"},
+		{"bad output", []string{"why", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `--output "yaml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := env.Run(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d", code, tt.code)
+			}
+			if !strings.Contains(stderr, tt.inStderr) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("stderr %q, want one line containing %q", stderr, tt.inStderr)
+			}
+		})
+	}
+}
