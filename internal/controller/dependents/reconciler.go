@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,7 +75,11 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = 4
 	}
-	md, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	// Watching every kind lists deprecated ones too (v1 Endpoints): their
+	// warnings say nothing about teardown.
+	rc := rest.CopyConfig(mgr.GetConfig())
+	rc.WarningHandler = rest.NoWarnings{}
+	md, err := metadata.NewForConfigAndClient(rc, mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client: %w", err)
 	}
