@@ -19,6 +19,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/demo"
 	"github.com/teardown-dev/teardown/internal/cli/install"
 	"github.com/teardown-dev/teardown/internal/cli/local"
+	"github.com/teardown-dev/teardown/internal/cli/orphans"
 	"github.com/teardown-dev/teardown/internal/cli/why"
 )
 
@@ -68,6 +69,7 @@ uninstalls run in order, and stuck deletions are explained.`,
 		install.NewCommand(flags, out, errOut),
 		newVersionCommand(flags, out),
 		why.NewCommand(flags, out),
+		orphans.NewCommand(flags, out),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	markUsageErrors(root)

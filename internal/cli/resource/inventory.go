@@ -216,3 +216,6 @@ func Discover(disc discovery.DiscoveryInterface) ([]APIResource, map[string]erro
 
 // IsNotFound reports a missing object (for the exit-code mapping).
 func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// GroupKind is schema.GroupKind, for callers' set types.
+type GroupKind = schema.GroupKind

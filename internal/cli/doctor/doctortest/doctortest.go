@@ -155,7 +155,7 @@ func (e *Env) CreateWidget(t *testing.T, ns, name, manager string, finalizers ..
 	ctx := context.Background()
 	w, err := e.Dynamic.Resource(WidgetGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"size": int64(1)},
+		"spec": map[string]any{"size": int64(1)},
 	}}, metav1.CreateOptions{FieldManager: "widget-client"})
 	if err != nil {
 		t.Fatalf("creating widget %s/%s: %v", ns, name, err)
