@@ -20,6 +20,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/install"
 	"github.com/teardown-dev/teardown/internal/cli/local"
 	"github.com/teardown-dev/teardown/internal/cli/orphans"
+	"github.com/teardown-dev/teardown/internal/cli/plan"
 	"github.com/teardown-dev/teardown/internal/cli/why"
 )
 
@@ -70,6 +71,7 @@ uninstalls run in order, and stuck deletions are explained.`,
 		newVersionCommand(flags, out),
 		why.NewCommand(flags, out),
 		orphans.NewCommand(flags, out),
+		plan.NewCommand(flags, out),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	markUsageErrors(root)

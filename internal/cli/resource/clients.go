@@ -32,6 +32,9 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 		cfg.QPS = 200
 		cfg.Burst = 400
 	}
+	// Deprecation warnings of listed APIs (v1 ComponentStatus, v1
+	// Endpoints) are noise for a person asking about a deletion.
+	cfg.WarningHandler = rest.NoWarnings{}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)

@@ -1,0 +1,101 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+// maxDryRuns bounds the server dry-runs per plan: the target and the
+// objects the plan finds blocked.
+const maxDryRuns = 20
+
+// Gather lists every resource (metadata only, in parallel) and what shows
+// which controllers run and which webhooks are down.
+func Gather(ctx context.Context, c *resource.Clients, t resource.Target, prop Propagation, now time.Time) (*Facts, error) {
+	ri := c.Metadata.Resource(t.GVR)
+	var target *metav1.PartialObjectMetadata
+	var err error
+	if t.Namespaced {
+		target, err = ri.Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	} else {
+		target, err = ri.Get(ctx, t.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		if t.Namespaced {
+			return nil, fmt.Errorf("%s not found in namespace %s", t.Ref(), t.Namespace)
+		}
+		return nil, fmt.Errorf("%s not found", t.Ref())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", t.Ref(), err)
+	}
+	inv, err := resource.Gather(ctx, c.Discovery, c.Metadata, resource.Scope{ClusterScoped: true, Skip: resource.Events})
+	if err != nil {
+		return nil, err
+	}
+	f := &Facts{Propagation: prop, NamespaceLabels: map[string]map[string]string{}, DryRun: map[types.UID]string{}}
+	f.Target = &resource.Object{Resource: resource.APIResource{GVR: t.GVR, Kind: t.GVK.Kind, Namespaced: t.Namespaced}, ObjectMeta: target.ObjectMeta}
+	f.Objects = append(f.Objects, f.Target)
+	for _, o := range inv.Objects {
+		if o.UID != f.Target.UID {
+			f.Objects = append(f.Objects, o)
+		}
+		if isNamespace(o) {
+			f.NamespaceLabels[o.Name] = o.Labels
+		}
+	}
+	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
+		return nil, err
+	}
+	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {
+		return nil, err
+	}
+	// Confirm admission with the server's dry-run: the target, and what
+	// the plan finds blocked.
+	first := Build(f)
+	asks := []*Node{first.Root}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.Action == ActionBlock && n != first.Root {
+			asks = append(asks, n)
+		}
+		for _, ch := range n.Children {
+			walk(ch)
+		}
+	}
+	walk(first.Root)
+	byUID := map[types.UID]*resource.Object{}
+	for _, o := range f.Objects {
+		byUID[o.UID] = o
+	}
+	for i, n := range asks {
+		if i == maxDryRuns {
+			break
+		}
+		o := byUID[n.uid]
+		policy := metav1.DeletePropagationBackground
+		if n == first.Root {
+			policy = map[Propagation]metav1.DeletionPropagation{Background: metav1.DeletePropagationBackground, Foreground: metav1.DeletePropagationForeground, Orphan: metav1.DeletePropagationOrphan}[prop]
+		}
+		opts := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &o.UID}}
+		err := c.Metadata.Resource(o.Resource.GVR).Namespace(o.Namespace).Delete(ctx, o.Name, opts)
+		switch {
+		case err == nil:
+			f.DryRun[o.UID] = ""
+		case strings.Contains(err.Error(), "does not support dry run"):
+			// The admission chain cannot be asked: the plan's own findings stand.
+		default:
+			f.DryRun[o.UID] = err.Error()
+		}
+	}
+	return f, nil
+}
