@@ -93,11 +93,11 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		events: mgr.GetEventRecorder("teardown-dependents"),
 		w:      newWatcher(md, disc, o.DiscoveryInterval),
 	}
-	c, err := controller.NewTyped[request]("dependents", mgr, controller.TypedOptions[request]{
-		Reconciler:              r,
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-		SkipNameValidation:      &o.SkipNameValidation,
-	})
+	opts := controller.TypedOptions[request]{Reconciler: r, MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if o.SkipNameValidation {
+		opts.SkipNameValidation = &o.SkipNameValidation // else the manager's setting
+	}
+	c, err := controller.NewTyped[request]("dependents", mgr, opts)
 	if err != nil {
 		return nil, err
 	}
