@@ -1,0 +1,88 @@
+package lien
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// ref names objects of one kind, from a Lien's or ClusterLien's spec,
+// normalised so one reconciler serves both.
+type ref struct {
+	Field      string // where in the spec, for messages: spec.protect[0]
+	APIVersion string
+	Kind       string
+	Namespace  string // "" for a Lien: its own namespace is implied
+	Name       string
+	Selector   *metav1.LabelSelector
+}
+
+func (r ref) String() string {
+	what := r.Name
+	if r.Selector != nil {
+		what = "selector " + metav1.FormatLabelSelector(r.Selector)
+	}
+	return fmt.Sprintf("%s %s %s", r.APIVersion, r.Kind, what)
+}
+
+// object is what the reconciler needs of a Lien or a ClusterLien.
+type object interface {
+	client.Object
+	// namespaced reports whether this is a (namespaced) Lien.
+	namespaced() bool
+	spec() (protect, heldBy []ref, mode v1alpha1.LienMode, reason string)
+	status() *v1alpha1.LienStatus
+	// unwrap is the *Lien or *ClusterLien itself, for clients and events.
+	unwrap() client.Object
+}
+
+type lienObj struct{ *v1alpha1.Lien }
+
+func (l lienObj) namespaced() bool { return true }
+func (l lienObj) status() *v1alpha1.LienStatus { return &l.Status }
+func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
+	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
+		var out []ref
+		for i, t := range ts {
+			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector})
+		}
+		return out
+	}
+	return conv("spec.protect", l.Spec.Protect), conv("spec.heldBy", l.Spec.HeldBy), modeOrDefault(l.Spec.Mode), l.Spec.Reason
+}
+
+type clusterLienObj struct{ *v1alpha1.ClusterLien }
+
+func (l clusterLienObj) namespaced() bool { return false }
+func (l clusterLienObj) status() *v1alpha1.LienStatus { return &l.Status }
+func (l clusterLienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
+	conv := func(field string, ts []v1alpha1.ClusterLienTarget) []ref {
+		var out []ref
+		for i, t := range ts {
+			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector})
+		}
+		return out
+	}
+	return conv("spec.protect", l.Spec.Protect), conv("spec.heldBy", l.Spec.HeldBy), modeOrDefault(l.Spec.Mode), l.Spec.Reason
+}
+
+func modeOrDefault(m v1alpha1.LienMode) v1alpha1.LienMode {
+	if m == "" {
+		return v1alpha1.LienModeDeny
+	}
+	return m
+}
+
+// entryFor is the entry this lien puts on the objects it protects.
+func entryFor(o object) lien.Entry {
+	_, _, mode, reason := o.spec()
+	e := lien.Entry{Lien: lien.Key(o.GetNamespace(), o.GetName()), Reason: reason}
+	if mode == v1alpha1.LienModeDefer {
+		e.Mode = lien.ModeDefer
+	}
+	return e
+}
