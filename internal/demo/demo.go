@@ -71,7 +71,7 @@ func NewEnv(cfg *rest.Config, out io.Writer) (*Env, error) {
 }
 
 // Scenarios are the problems the demo replays, in order.
-var Scenarios = []Scenario{namespaceOrphansClusterScoped, crossScopeOwners}
+var Scenarios = []Scenario{namespaceOrphansClusterScoped, crossScopeOwners, whyStuckNamespace}
 
 // Run replays every scenario and prints what happened.
 func Run(ctx context.Context, e *Env) ([]Outcome, error) {

@@ -506,6 +506,9 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 			fd.Facts = append(fd.Facts, Fact{fmt.Sprintf("%s ×%d", g.kind, len(g.refs)), g.reason + ": " + names(g.refs)})
 		}
 		verb := "remain"
+		if len(f.Content) == 1 {
+			verb = "remains"
+		}
 		if !deleting {
 			verb = "would be deleted first"
 		}
