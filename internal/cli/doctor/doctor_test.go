@@ -1,0 +1,112 @@
+package doctor
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestFinalizerManagers(t *testing.T) {
+	fields := []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-create", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:finalizers":{".":{},"v:\"kubernetes\"":{}}}}`)}},
+		{Manager: "foo-operator", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/cleanup\"":{}},"f:labels":{"f:app":{}}},"f:spec":{"f:size":{}}}`)}},
+		{Manager: "broken", FieldsV1: &metav1.FieldsV1{Raw: []byte(`not json`)}},
+	}
+	want := map[string]string{"kubernetes": "kubectl-create", "example.com/cleanup": "foo-operator"}
+	if diff := cmp.Diff(want, FinalizerManagers(fields)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestExplain(t *testing.T) {
+	c := &Controllers{
+		Deployments: []Deployment{
+			{Namespace: "foo-system", Name: "controller-manager", Programs: []string{"manager", "manager"}, Ready: 1, Desired: 1},
+			{Namespace: "bar-system", Name: "bar-operator", Programs: []string{"bar-operator"}, Ready: 0, Desired: 1},
+		},
+		Leases: []Lease{
+			{Namespace: "baz-system", Name: "a1b2c3.baz.example.com", Holder: "pod-1_uuid", Fresh: true},
+			{Namespace: "kube-system", Name: "kube-controller-manager", Holder: "node-1", Fresh: false},
+		},
+	}
+	tests := []struct {
+		fin, manager string
+		state        State
+		evidence     string
+	}{
+		{"example.com/cleanup", "manager", Running, "deployment foo-system/controller-manager: 1/1 ready"},
+		{"bar.example.com/cleanup", "bar-operator", NotRunning, "deployment bar-system/bar-operator: 0/1 ready"},
+		{"baz.example.com/finalizer", "some-binary", Running, "leader lease baz-system/a1b2c3.baz.example.com renewed by pod-1_uuid"},
+		{"qux.example.com/finalizer", "qux", NotRunning, `no Deployment or leader Lease matching "qux" or "qux.example.com" found`},
+		{"example.com/by-hand", "kubectl-patch", NotRunning, "no controller owns a finalizer set with kubectl"},
+		{"kubernetes", "", NotRunning, "leader lease kube-system/kube-controller-manager expired (last holder node-1)"},
+		{"customresourcecleanup.apiextensions.k8s.io", "", Running, "kube-apiserver answers"},
+	}
+	for _, tt := range tests {
+		v := c.Explain(tt.fin, tt.manager)
+		if v.State != tt.state || v.Evidence != tt.evidence {
+			t.Errorf("Explain(%s, %s) = %s: %s, want %s: %s", tt.fin, tt.manager, v.State, v.Evidence, tt.state, tt.evidence)
+		}
+	}
+	if v := (&Controllers{}).Explain("kubernetes", ""); v.State != Unknown {
+		t.Errorf("without a lease the controller manager is unknown, got %s", v.State)
+	}
+}
+
+func TestLiensOf(t *testing.T) {
+	got := LiensOf(
+		map[string]string{LienLabel: "true", CrossplaneInUse: "true"},
+		map[string]string{LiensAnnotation: `[{"lien":"ns/keep","reason":"needed"},{"lien":"global"}]`},
+		nil,
+	)
+	want := []Lien{
+		{Name: "ns/keep", Reason: "needed", Mode: "Deny", Source: "teardown"},
+		{Name: "global", Mode: "Deny", Source: "teardown"},
+		{Name: "a Crossplane Usage", Reason: "label crossplane.io/in-use", Mode: "Deny", Source: "crossplane"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := LiensOf(nil, nil, []string{LienFinalizer}); len(got) != 1 || got[0].Mode != "Defer" || got[0].Name != "(unnamed)" {
+		t.Errorf("a lien finalizer without annotation: %+v", got)
+	}
+}
+
+func TestWebhookMatches(t *testing.T) {
+	cluster := admissionv1.ClusterScope
+	w := Webhook{
+		FailClosed: true, Service: "guard/guard",
+		Rules: []admissionv1.RuleWithOperations{
+			{Operations: []admissionv1.OperationType{admissionv1.Delete}, Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}},
+			{Operations: []admissionv1.OperationType{admissionv1.OperationAll}, Rule: admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: &cluster}},
+		},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}},
+	}
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	tests := []struct {
+		name string
+		r    Request
+		want bool
+	}{
+		{"delete configmap in guarded ns", Request{GVR: cm, Namespaced: true, Operation: admissionv1.Delete, NamespaceLabels: map[string]string{"guarded": "yes"}}, true},
+		{"delete configmap elsewhere", Request{GVR: cm, Namespaced: true, Operation: admissionv1.Delete}, false},
+		{"update configmap", Request{GVR: cm, Namespaced: true, Operation: admissionv1.Update, NamespaceLabels: map[string]string{"guarded": "yes"}}, false},
+		{"delete clusterrole", Request{GVR: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Operation: admissionv1.Delete}, true},
+		{"delete unguarded namespace", Request{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Operation: admissionv1.Delete}, false},
+	}
+	for _, tt := range tests {
+		if got := w.Matches(tt.r); got != tt.want {
+			t.Errorf("%s: Matches = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if !w.Down() {
+		t.Error("a fail-closed webhook without endpoints is down")
+	}
+	w.ReadyEndpoints = 1
+	if w.Down() {
+		t.Error("a webhook with a ready endpoint is up")
+	}
+}
