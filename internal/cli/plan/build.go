@@ -56,7 +56,8 @@ type Node struct {
 	// from the parent's.
 	Ref string `json:"ref"`
 	// Via is how it is reached from its parent: target, namespace,
-	// ownerReference or teardown owner link.
+	// ownerReference, teardown owner link or helm release (an object Helm
+	// installed from the namespace, outside it).
 	Via    string `json:"via"`
 	Action string `json:"action"`
 	// Why explains keep, orphan and blocked.
@@ -115,7 +116,8 @@ type graph struct {
 	native     map[types.UID][]*resource.Object // owner UID -> dependents
 	linked     map[types.UID][]*resource.Object // teardown owner UID -> dependents
 	inNS       map[string][]*resource.Object
-	deleting   map[types.UID]bool // every object the plan removes (or tries to)
+	helmFrom   map[string][]*resource.Object // release namespace -> Helm objects outside it
+	deleting   map[types.UID]bool            // every object the plan removes (or tries to)
 	nodes      map[types.UID]*Node
 	nextID     int
 	namespaced string // the deleted namespace, when the target is one
@@ -124,7 +126,7 @@ type graph struct {
 // Build plans the deletion from the facts alone.
 func Build(f *Facts) *Plan {
 	g := &graph{f: f, byUID: map[types.UID]*resource.Object{}, native: map[types.UID][]*resource.Object{},
-		linked: map[types.UID][]*resource.Object{}, inNS: map[string][]*resource.Object{}, deleting: map[types.UID]bool{}, nodes: map[types.UID]*Node{}}
+		linked: map[types.UID][]*resource.Object{}, inNS: map[string][]*resource.Object{}, helmFrom: map[string][]*resource.Object{}, deleting: map[types.UID]bool{}, nodes: map[types.UID]*Node{}}
 	for _, o := range f.Objects {
 		g.byUID[o.UID] = o
 		for _, r := range o.OwnerReferences {
@@ -135,6 +137,9 @@ func Build(f *Facts) *Plan {
 		}
 		if o.Namespace != "" {
 			g.inNS[o.Namespace] = append(g.inNS[o.Namespace], o)
+		}
+		if rel := o.Annotations[doctor.HelmReleaseNS]; rel != "" && o.Namespace != rel && o.Annotations[doctor.HelmReleaseName] != "" {
+			g.helmFrom[rel] = append(g.helmFrom[rel], o)
 		}
 	}
 	t := f.Target
@@ -197,6 +202,11 @@ func (g *graph) expand(n *Node, o *resource.Object, depth int) {
 			edges = append(edges, edge{c, "namespace"})
 		}
 	}
+	if isNamespace(o) {
+		for _, d := range g.helmFrom[o.Name] {
+			edges = append(edges, edge{d, "helm release"})
+		}
+	}
 	for _, d := range g.native[o.UID] {
 		edges = append(edges, edge{d, "ownerReference"})
 	}
@@ -228,6 +238,10 @@ func (g *graph) expand(n *Node, o *resource.Object, depth int) {
 		n.Children = append(n.Children, c)
 		inDeletedNS := g.namespaced != "" && d.Namespace == g.namespaced
 		switch {
+		case e.via == "helm release":
+			c.Action = ActionOrphan
+			c.Why = fmt.Sprintf("Helm release %s/%s installed it from this namespace: nothing deletes it with the namespace, and its release record goes with the namespace, so helm uninstall cannot find it afterwards",
+				o.Name, d.Annotations[doctor.HelmReleaseName])
 		case inDeletedNS:
 			c.Action = ActionDelete
 		case depth == 0 && g.f.Propagation == Orphan && e.via == "ownerReference":

@@ -45,7 +45,7 @@ func Tree(p *Plan, colour bool) string {
 	var walk func(n *Node, prefix, childPrefix string)
 	walk = func(n *Node, prefix, childPrefix string) {
 		left := prefix + n.Ref
-		if n.Via == "ownerReference" || n.Via == "teardown owner link" {
+		if n.Via == "ownerReference" || n.Via == "teardown owner link" || n.Via == "helm release" {
 			left += " (" + n.Via + ")"
 		}
 		var rest []string
@@ -136,6 +136,8 @@ func edgeLabel(n *Node) string {
 		return "contains"
 	case "ownerReference":
 		return "owns"
+	case "helm release":
+		return "helm release"
 	default:
 		return "teardown owner"
 	}
@@ -158,7 +160,7 @@ func Dot(p *Plan) string {
 	edges = func(n *Node) {
 		for _, c := range n.Children {
 			style := ""
-			if c.Via == "teardown owner link" {
+			if c.Via == "teardown owner link" || c.Via == "helm release" {
 				style = ", style=dashed"
 			}
 			fmt.Fprintf(&b, "  %s -> %s [label=\"%s\"%s];\n", n.ID, c.ID, edgeLabel(c), style)
@@ -188,7 +190,7 @@ func Mermaid(p *Plan) string {
 	edges = func(n *Node) {
 		for _, c := range n.Children {
 			arrow := "-->"
-			if c.Via == "teardown owner link" {
+			if c.Via == "teardown owner link" || c.Via == "helm release" {
 				arrow = "-.->"
 			}
 			fmt.Fprintf(&b, "  %s %s|%s| %s\n", n.ID, arrow, edgeLabel(c), c.ID)
