@@ -11,19 +11,21 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 )
 
 // Scenario is one replayed problem.
@@ -35,8 +37,12 @@ type Scenario struct {
 
 // Outcome is what a scenario observed.
 type Outcome struct {
-	// Left lists objects that should be gone but are not, as kind/name.
+	// Left lists objects that should be gone but are not, with teardown,
+	// as kind/name.
 	Left []string
+	// LeftWithout lists what the same scenario left behind without
+	// teardown: the problem, reproduced.
+	LeftWithout []string
 	// Summary is the verdict line printed at the end.
 	Summary string
 }
@@ -72,6 +78,16 @@ func NewEnv(cfg *rest.Config, out io.Writer) (*Env, error) {
 
 // Scenarios are the problems the demo replays, in order.
 var Scenarios = []Scenario{namespaceOrphansClusterScoped, crossScopeOwners, whyStuckNamespace}
+
+// Lookup returns the scenario with the given name, or nil.
+func Lookup(name string) *Scenario {
+	for i := range Scenarios {
+		if Scenarios[i].Name == name {
+			return &Scenarios[i]
+		}
+	}
+	return nil
+}
 
 // Run replays every scenario and prints what happened.
 func Run(ctx context.Context, e *Env) ([]Outcome, error) {
@@ -162,77 +178,23 @@ func (e *Env) event(ctx context.Context, ns, kind, name, reason string, timeout 
 	return msg
 }
 
-// namespaceOrphansClusterScoped is problem 1: a Helm-based operator's CR
-// lives in a namespace, the objects its chart rendered at cluster scope
-// cannot be owned by it, and deleting the namespace leaves them behind.
-var namespaceOrphansClusterScoped = Scenario{
-	Name:  "namespace-orphans-cluster-scoped",
-	Title: "Deleting a namespace orphans the cluster-scoped objects its operator created",
-	Run: func(ctx context.Context, e *Env) (Outcome, error) {
-		const ns, foo = "foohome", "myfoo"
-		release := "sh.helm.release.v1." + foo + ".v1"
-		roleName := ns + "-" + foo + "-foo"
-		if err := e.ensureFooCRD(ctx); err != nil {
-			return Outcome{}, err
-		}
-		if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return Outcome{}, fmt.Errorf("creating namespace %s: %w", ns, err)
-		}
-		cr, err := e.Dynamic.Resource(fooGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "example.com/v1", "kind": "Foo",
-			"metadata": map[string]any{"name": foo},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			return Outcome{}, fmt.Errorf("creating Foo %s/%s: %w", ns, foo, err)
-		}
-		_, err = e.Kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: release, Labels: map[string]string{"owner": "helm", "name": foo}},
-			Type:       "helm.sh/release.v1",
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return Outcome{}, fmt.Errorf("creating the release record: %w", err)
-		}
-		e.say("namespace %s holds foo/%s and its Helm release record secret/%s", ns, foo, release)
+// createTyped creates a typed object (one of teardown's own kinds) through
+// the dynamic client.
+func (e *Env) createTyped(ctx context.Context, obj runtime.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	m, err := e.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	un := &unstructured.Unstructured{Object: u}
+	_, err = e.Dynamic.Resource(m.Resource).Namespace(un.GetNamespace()).Create(ctx, un, metav1.CreateOptions{})
+	return err
+}
 
-		// What an operator would try: an ownerReference from the cluster-scoped
-		// object to the namespaced CR. The garbage collector refuses it.
-		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
-			Name:        roleName,
-			Annotations: map[string]string{"meta.helm.sh/release-name": foo, "meta.helm.sh/release-namespace": ns},
-			Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "example.com/v1", Kind: "Foo", Name: foo, UID: cr.GetUID(),
-			}},
-		}}
-		if _, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			return Outcome{}, fmt.Errorf("creating clusterrole %s: %w", roleName, err)
-		}
-		e.say("the operator renders clusterrole/%s for %s/%s, with an ownerReference to foo/%s\nKubernetes cannot honour it: a cluster-scoped object cannot have a namespaced owner", roleName, ns, foo, foo)
-
-		took, err := e.deleteNamespace(ctx, ns, 2*time.Minute)
-		if err != nil {
-			return Outcome{}, err
-		}
-		e.say("kubectl delete namespace %s: gone after %s, with foo/%s and the release record", ns, took.Round(100*time.Millisecond), foo)
-
-		var out Outcome
-		if _, err := e.Kube.RbacV1().ClusterRoles().Get(ctx, roleName, metav1.GetOptions{}); err == nil {
-			out.Left = append(out.Left, "clusterrole/"+roleName)
-			_, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}}, metav1.CreateOptions{})
-			detail := ""
-			if msg := e.event(ctx, metav1.NamespaceDefault, "ClusterRole", roleName, "OwnerRefInvalidNamespace", 2*time.Second); msg != "" {
-				detail = "\nkube-controller-manager warned: OwnerRefInvalidNamespace: " + msg
-			}
-			e.say("clusterrole/%s is still there and nothing will ever delete it%s\nre-installing myfoo elsewhere fails: %v", roleName, detail, err)
-			out.Summary = fmt.Sprintf("without teardown: ORPHANED %s", strings.Join(out.Left, ", "))
-			// Leave the cluster as we found it.
-			_ = e.Kube.RbacV1().ClusterRoles().Delete(ctx, roleName, metav1.DeleteOptions{})
-		} else if apierrors.IsNotFound(err) {
-			e.say("clusterrole/%s was deleted along with its namespace", roleName)
-			out.Summary = "nothing left behind"
-		} else {
-			return Outcome{}, err
-		}
-		return out, nil
-	},
+func (e *Env) mapper() meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.Kube.Discovery()))
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 )
 
@@ -18,7 +23,24 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 	if e.teardownStarted {
 		return nil
 	}
+	// One controller manager per cluster and process: Envs made for the
+	// same cluster (tests make several) share it.
+	running.Lock()
+	defer running.Unlock()
+	if running.hosts[e.Config.Host] {
+		e.teardownStarted = true
+		return nil
+	}
 	ctrl.SetLogger(logr.Discard()) // the demo prints its own story
+	// The controller runs here, as the demo's own user: trust that user to
+	// change lien markers, as install does for the in-cluster controller.
+	review, err := e.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("finding the demo's user name: %w", err)
+	}
+	if err := install.Apply(ctx, e.Config, install.Options{ControllerUsers: []string{review.Status.UserInfo.Username}}, io.Discard); err != nil {
+		return fmt.Errorf("installing teardown: %w", err)
+	}
 	mgr, err := manager.New(e.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	if err != nil {
 		return err
@@ -34,5 +56,12 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 		}
 	}
 	e.teardownStarted = true
+	running.hosts[e.Config.Host] = true
 	return nil
 }
+
+// running records the clusters this process already runs teardown for.
+var running = struct {
+	sync.Mutex
+	hosts map[string]bool
+}{hosts: map[string]bool{}}
