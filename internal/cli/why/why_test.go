@@ -259,3 +259,44 @@ func TestWhyErrors(t *testing.T) {
 		})
 	}
 }
+
+// Foreground deletion waiting on a dependent that a finalizer holds.
+func TestWhyForegroundDeletionWaitsOnDependents(t *testing.T) {
+	const ns = "why-foreground"
+	ctx := context.Background()
+	env.CreateNamespace(t, ns, nil)
+	cms := env.Kube.CoreV1().ConfigMaps(ns)
+	parent, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "child", Finalizers: []string{"example.com/hold"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "parent", UID: parent.UID, BlockOwnerDeletion: &yes}},
+	}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{FieldManager: "holder-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cms.Patch(ctx, "child", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	fg := metav1.DeletePropagationForeground
+	if err := cms.Delete(ctx, "parent", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := env.Run(t, "why", "configmap/parent", "-n", ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"[BLOCKING] foreground deletion waits for 1 dependent with blockOwnerDeletion",
+		ns+"/configmap/child [finalizers example.com/hold]",
+		"finalizer foregroundDeletion: waiting for the garbage collector of kube-controller-manager",
+		"do not remove it",
+	)
+	code, out, _ = env.Run(t, "why", "configmap/child", "-n", ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("child: exit code %d", code)
+	}
+	wantAll(t, out, "[BLOCKING] finalizer example.com/hold: nobody will remove it", "set by:     holder-operator")
+}
