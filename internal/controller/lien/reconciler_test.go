@@ -454,3 +454,48 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestProtectHelper is the library path of the Helm-operator case: the
+// operator calls lien.Protect(release, foo) and lien.Release when done.
+func TestProtectHelper(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "helper")
+	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "myfoo"}}
+	release := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.myfoo.v1"}}
+	elsewhere := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-myfoo"}}
+	for _, o := range []client.Object{holder, release, elsewhere} {
+		if err := k.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := lien.Protect(ctx, k, release, holder, "release record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.(*v1alpha1.Lien); !ok || l.GetNamespace() != ns {
+		t.Fatalf("same-namespace pair should get a Lien in %s, got %T %s", ns, l, l.GetNamespace())
+	}
+	again, err := lien.Protect(ctx, k, release, holder, "release record")
+	if err != nil || again.GetName() != l.GetName() || again.GetResourceVersion() != l.GetResourceVersion() {
+		t.Errorf("Protect again should change nothing: %v, %s@%s vs %s@%s", err, again.GetName(), again.GetResourceVersion(), l.GetName(), l.GetResourceVersion())
+	}
+	cl, err := lien.Protect(ctx, k, elsewhere, holder, "rendered by myfoo", lien.WithMode(v1alpha1.LienModeDefer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Delete(ctx, cl)
+	if _, ok := cl.(*v1alpha1.ClusterLien); !ok {
+		t.Fatalf("a cluster-scoped object should get a ClusterLien, got %T", cl)
+	}
+	waitLabel(t, release, lien.LabelDeny)
+	waitLabel(t, elsewhere, lien.LabelDefer)
+
+	if err := lien.Release(ctx, k, release, holder); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, release, "")
+	if err := k.Delete(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, elsewhere, "")
+}
