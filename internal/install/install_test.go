@@ -1,0 +1,79 @@
+package install
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range objs {
+		out = append(out, u.GetKind()+"/"+u.GetName())
+	}
+	return out
+}
+
+func TestObjectsInApplyOrder(t *testing.T) {
+	objs, err := Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"CustomResourceDefinition/liens.teardown.dev",
+		"CustomResourceDefinition/clusterliens.teardown.dev",
+		"Namespace/teardown-system",
+		"ServiceAccount/teardown-controller",
+		"ClusterRole/teardown-controller",
+		"ClusterRole/teardown-controller-base",
+		"ClusterRoleBinding/teardown-controller",
+		"Role/teardown-leader-election",
+		"RoleBinding/teardown-leader-election",
+		"ValidatingAdmissionPolicy/teardown-lien-deny",
+		"ValidatingAdmissionPolicyBinding/teardown-lien-deny",
+		"ValidatingAdmissionPolicy/teardown-lien-tamper",
+		"ValidatingAdmissionPolicyBinding/teardown-lien-tamper",
+		"ConfigMap/teardown-policy",
+	}
+	if diff := cmp.Diff(want, names(objs)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+}
+
+func TestOptionsSetThePolicyParameters(t *testing.T) {
+	objs, err := Objects(Options{ControllerUsers: []string{"teardown:admin", ControllerUser}, BreakGlassGroups: []string{"ops", "sre"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := objs[len(objs)-1]
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	want := map[string]string{
+		"controllerUsers":  ControllerUser + ",teardown:admin",
+		"breakGlassGroups": "ops,sre",
+	}
+	if diff := cmp.Diff(want, data); diff != "" {
+		t.Errorf("teardown-policy data (-want +got):\n%s", diff)
+	}
+}
+
+func TestRenderIsAYAMLStreamOfEveryObject(t *testing.T) {
+	objs, err := Objects(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Render(&b, objs); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), "---\n"); got != len(objs) {
+		t.Errorf("%d documents for %d objects", got, len(objs))
+	}
+	for _, want := range []string{"kind: ValidatingAdmissionPolicy", "teardown.dev/lien: \"true\"", "name: teardown-lien-deny"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("rendered manifests lack %q", want)
+		}
+	}
+}
