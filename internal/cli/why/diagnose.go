@@ -541,6 +541,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 			})
 		}
 	}
+	out = append(out, helmLeftovers(f, ns)...)
 	if len(f.ListFailures) > 0 {
 		var l []string
 		for r, err := range f.ListFailures {
@@ -563,4 +564,44 @@ func kubectlArg(ref, ns string) string {
 // is done; never to be removed by hand.
 func isKubernetesFinalizer(fin string) bool {
 	return fin == "kubernetes" || fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents
+}
+
+// helmLeftovers: objects outside the namespace that Helm installed from
+// it. Nothing deletes them with the namespace; once its release record is
+// gone, helm uninstall cannot find them either.
+func helmLeftovers(f *Facts, ns string) []Finding {
+	byRelease := map[string][]string{}
+	for _, o := range f.Related {
+		if o.Annotations[doctor.HelmReleaseNS] == ns && o.Namespace != ns && o.Annotations[doctor.HelmReleaseName] != "" {
+			rel := o.Annotations[doctor.HelmReleaseName]
+			byRelease[rel] = append(byRelease[rel], o.Ref())
+		}
+	}
+	records := map[string]bool{}
+	for _, o := range f.Content {
+		if o.Resource.GVR.Group == "" && (o.Resource.Kind == "Secret" || o.Resource.Kind == "ConfigMap") && o.Labels["owner"] == "helm" {
+			records[o.Labels["name"]] = true
+		}
+	}
+	releases := make([]string, 0, len(byRelease))
+	for r := range byRelease {
+		releases = append(releases, r)
+	}
+	sort.Strings(releases)
+	var out []Finding
+	for _, rel := range releases {
+		fd := Finding{Kind: "HelmLeftovers",
+			Title: fmt.Sprintf("Helm release %s/%s installed %s outside the namespace: the namespace's deletion does not remove them", ns, rel, plural(len(byRelease[rel]), "object", "objects")),
+			Facts: []Fact{{"objects", names(byRelease[rel])}},
+		}
+		if records[rel] {
+			fd.Facts = append(fd.Facts, Fact{"release record", "still in the namespace"})
+			fd.Advice = []string{fmt.Sprintf("helm uninstall %s -n %s before the namespace goes (it still has the release record), or hold the record with a lien until the release is uninstalled", rel, ns)}
+		} else {
+			fd.Facts = append(fd.Facts, Fact{"release record", "gone: helm uninstall cannot find these any more"})
+			fd.Advice = []string{"delete them by hand once nothing uses them (teardown orphans lists them)"}
+		}
+		out = append(out, fd)
+	}
+	return out
 }
