@@ -53,7 +53,7 @@ func NewRootCommand(name string, out, errOut io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:         "teardown",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: name},
-		Short: "Safe, ordered and complete deletion for Kubernetes",
+		Short:       "Safe, ordered and complete deletion for Kubernetes",
 		Long: `teardown makes deletion in Kubernetes safe, ordered and complete: liens keep
 objects that are still needed, cross-scope owners are garbage-collected,
 uninstalls run in order, and stuck deletions are explained.`,

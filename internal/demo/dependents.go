@@ -196,8 +196,8 @@ var crossScopeOwners = Scenario{
 		}
 		e.say("sriovnetwork %s/%s renders %s,\neach with an ownerReference to the SriovNetwork", s.opNS, s.name, strings.Join(s.all(), ", "))
 		// The garbage collector starts watching a new CRD's kind on its next
-	// resync (30 s), so this can take a while.
-	got, err := s.waitPresent(ctx, e, []string{"clusterrole/" + s.role}, 90*time.Second)
+		// resync (30 s), so this can take a while.
+		got, err := s.waitPresent(ctx, e, []string{"clusterrole/" + s.role}, 90*time.Second)
 		if err != nil {
 			return Outcome{}, err
 		}

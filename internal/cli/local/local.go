@@ -53,10 +53,10 @@ so deletion behaves as in a real cluster. No kubelet runs: Pods never start.`,
 			},
 		},
 		&cobra.Command{
-			Use:   "env",
-			Short: "Print the shell command that points kubectl at the local control plane",
+			Use:     "env",
+			Short:   "Print the shell command that points kubectl at the local control plane",
 			Example: `  eval "$(teardown local env)"`,
-			Args:  cobra.NoArgs,
+			Args:    cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return o.env(out)
 			},

@@ -47,8 +47,8 @@ type watcher struct {
 	disc     discovery.DiscoveryInterface
 	interval time.Duration
 
-	ctx       context.Context
-	queue     workqueue.TypedRateLimitingInterface[request]
+	ctx        context.Context
+	queue      workqueue.TypedRateLimitingInterface[request]
 	rediscover chan struct{}
 	discovered chan struct{} // closed after the first discovery
 

@@ -42,7 +42,7 @@ type object interface {
 
 type lienObj struct{ *v1alpha1.Lien }
 
-func (l lienObj) namespaced() bool { return true }
+func (l lienObj) namespaced() bool             { return true }
 func (l lienObj) status() *v1alpha1.LienStatus { return &l.Status }
 func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
@@ -57,7 +57,7 @@ func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 
 type clusterLienObj struct{ *v1alpha1.ClusterLien }
 
-func (l clusterLienObj) namespaced() bool { return false }
+func (l clusterLienObj) namespaced() bool             { return false }
 func (l clusterLienObj) status() *v1alpha1.LienStatus { return &l.Status }
 func (l clusterLienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 	conv := func(field string, ts []v1alpha1.ClusterLienTarget) []ref {
