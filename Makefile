@@ -59,10 +59,14 @@ generate: $(CONTROLLER_GEN) ## Regenerate deep-copy functions and CRDs.
 	cd api/v1alpha1 && $(CONTROLLER_GEN) object paths=./...
 	cd api/v1alpha1 && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=$(CURDIR)/config/crd/bases
 
+.PHONY: chart
+chart: ## Write the Helm chart's CRDs, RBAC and policies from config/.
+	go run ./hack/genchart
+
 .PHONY: verify-generate
-verify-generate: generate ## Fail if generated files are stale.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "make generate created files: commit them"; exit 1; }
+verify-generate: generate chart ## Fail if generated files are stale.
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run make generate chart and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "make generate created files: commit them"; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint with the curated set in .golangci.yml.

@@ -8,7 +8,7 @@ import "embed"
 // Manifests are the YAML files `teardown install` applies, in the order of
 // Files.
 //
-//go:embed crd/bases/*.yaml rbac/*.yaml policy/*.yaml
+//go:embed crd/bases/*.yaml rbac/*.yaml policy/*.yaml manager/*.yaml
 var Manifests embed.FS
 
 // Files lists the manifests in apply order: CRDs and the namespace first,
@@ -20,3 +20,7 @@ var Files = []string{
 	"policy/lien-deny.yaml",
 	"policy/lien-tamper.yaml",
 }
+
+// ControllerFiles are the controller's Deployment, PodDisruptionBudget and
+// metrics Service, applied after Files when an image is given.
+var ControllerFiles = []string{"manager/manager.yaml"}

@@ -52,12 +52,19 @@ type Options struct {
 	// BreakGlassGroups replace the groups allowed to change lien markers by
 	// hand; empty keeps teardown.dev:break-glass.
 	BreakGlassGroups []string
+	// ControllerImage, if set, also installs the controller's Deployment
+	// (two replicas), PodDisruptionBudget and metrics Service with it.
+	ControllerImage string
 }
 
 // Objects are the manifests to apply, in order, with opts applied.
 func Objects(opts Options) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
-	for _, name := range config.Files {
+	files := config.Files
+	if opts.ControllerImage != "" {
+		files = append(slices.Clone(files), config.ControllerFiles...)
+	}
+	for _, name := range files {
 		data, err := config.Manifests.ReadFile(name)
 		if err != nil {
 			return nil, err
@@ -82,6 +89,15 @@ func Objects(opts Options) ([]*unstructured.Unstructured, error) {
 		}
 	}
 	for _, u := range objs {
+		if u.GetKind() == "Deployment" && u.GetName() == "teardown-controller" {
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				c.(map[string]any)["image"] = opts.ControllerImage
+			}
+			if err := unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+				return nil, err
+			}
+		}
 		if u.GetKind() == "ConfigMap" && u.GetName() == "teardown-policy" {
 			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")
 			all := append(strings.Split(users, ","), opts.ControllerUsers...)

@@ -1,0 +1,71 @@
+// Command genchart writes the Helm chart's CRDs, RBAC and policy templates
+// from config/, the one source of teardown's manifests: `make chart`.
+// The Deployment template is the chart's own; a test checks that the chart
+// renders the same objects as `teardown install`.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	ns         = "namespace: teardown-system"
+	templateNS = "namespace: {{ .Release.Namespace }}"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "genchart:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	crds, err := filepath.Glob("config/crd/bases/*.yaml")
+	if err != nil {
+		return err
+	}
+	for _, f := range crds {
+		if err := copyFile(f, filepath.Join("charts/teardown/crds", filepath.Base(f)), nil); err != nil {
+			return err
+		}
+	}
+	// helm install --create-namespace owns the Namespace: leave it out.
+	if err := copyFile("config/rbac/rbac.yaml", "charts/teardown/templates/rbac.yaml", func(s string) string {
+		var keep []string
+		for _, doc := range strings.Split(s, "\n---\n") {
+			if !strings.Contains(doc, "\nkind: Namespace\n") {
+				keep = append(keep, doc)
+			}
+		}
+		return strings.ReplaceAll(strings.Join(keep, "\n---\n"), ns, templateNS)
+	}); err != nil {
+		return err
+	}
+	for _, name := range []string{"lien-deny.yaml", "lien-tamper.yaml"} {
+		if err := copyFile("config/policy/"+name, "charts/teardown/templates/"+name, func(s string) string {
+			s = strings.ReplaceAll(s, ns, templateNS)
+			s = strings.ReplaceAll(s, "  controllerUsers: system:serviceaccount:teardown-system:teardown-controller",
+				`  controllerUsers: {{ prepend .Values.controllerUsers (printf "system:serviceaccount:%s:teardown-controller" .Release.Namespace) | sortAlpha | uniq | join "," | quote }}`)
+			return strings.ReplaceAll(s, "  breakGlassGroups: teardown.dev:break-glass", `  breakGlassGroups: {{ .Values.breakGlassGroups | join "," | quote }}`)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string, edit func(string) string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	s := string(data)
+	if edit != nil {
+		s = "# Generated from " + from + " by `make chart`: edit that file.\n" + edit(s)
+	}
+	return os.WriteFile(to, []byte(s), 0o644)
+}
