@@ -50,9 +50,27 @@ test-integration: controlplane ## Integration tests (and the unit tests in their
 vet: ## go vet, integration tests included.
 	@for m in $(MODULES); do (cd $$m && go vet -tags integration ./...); done
 
+# Side-by-side comparisons with Kubernetes itself (test/bench/...): each runs
+# once (-benchtime=1x), prints markdown tables and writes its plots to
+# docs/plots. Sizes come from BENCH_* variables (docs/benchmarks.md).
+BENCH_PKGS ?= ./test/bench/...
+BENCH_PLOT_DIR ?= $(CURDIR)/docs/plots
+
 .PHONY: bench
-bench: controlplane ## Benchmarks against the local control plane.
-	@for m in $(MODULES); do (cd $$m && go test -tags integration -run '^$$' -bench . -benchmem ./...); done
+bench: controlplane ## Benchmarks against the local control plane: comparisons (docs/benchmarks.md), then the micro-benchmarks.
+	mkdir -p $(BENCH_PLOT_DIR)
+	BENCH_PLOT_DIR=$(BENCH_PLOT_DIR) go test -tags integration -run '^$$' -bench . -benchtime=1x -timeout=180m $(BENCH_PKGS)
+	@for m in $(MODULES); do (cd $$m && go test -tags integration -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/bench/)); done
+
+# The soak: SEED (default: from the clock, printed), OPS operations, at most
+# SOAK_TIME; a failing seed is replayed with `make soak SEED=...`.
+SEED ?= 0
+OPS ?= 600
+SOAK_TIME ?= 40m
+
+.PHONY: soak
+soak: controlplane ## Randomised fault-injection soak; prints seed, operations, faults, violations.
+	SOAK_SEED=$(SEED) SOAK_OPS=$(OPS) SOAK_TIME=$(SOAK_TIME) go test -tags integration -count=1 -timeout=120m -run '^TestSoak$$' -v ./test/soak/ 2>&1 | tee $(BIN)/soak.log | grep -E '^(soak|--- |PASS|FAIL|ok)'
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deep-copy functions and CRDs.
