@@ -16,6 +16,7 @@ var Manifests embed.FS
 var Files = []string{
 	"crd/bases/teardown.dev_liens.yaml",
 	"crd/bases/teardown.dev_clusterliens.yaml",
+	"crd/bases/teardown.dev_teardowns.yaml",
 	"rbac/rbac.yaml",
 	"policy/lien-deny.yaml",
 	"policy/lien-tamper.yaml",

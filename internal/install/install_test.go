@@ -25,6 +25,7 @@ func TestObjectsInApplyOrder(t *testing.T) {
 	want := []string{
 		"CustomResourceDefinition/liens.teardown.dev",
 		"CustomResourceDefinition/clusterliens.teardown.dev",
+		"CustomResourceDefinition/teardowns.teardown.dev",
 		"Namespace/teardown-system",
 		"ServiceAccount/teardown-controller",
 		"ClusterRole/teardown-controller",

@@ -1,0 +1,214 @@
+package teardown
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+var stepName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Validate checks a plan as the CRD's admission rules do, so that
+// `teardown run` refuses a bad plan before touching the cluster; each
+// error names its field (spec.steps[1].timeout).
+func Validate(spec *v1alpha1.TeardownSpec) field.ErrorList {
+	var errs field.ErrorList
+	root := field.NewPath("spec")
+	if t := spec.Trigger; t != nil {
+		p := root.Child("trigger")
+		for f, v := range map[string]string{"apiVersion": t.APIVersion, "kind": t.Kind, "name": t.Name} {
+			if v == "" {
+				errs = append(errs, field.Required(p.Child(f), ""))
+			}
+		}
+	}
+	for i, k := range spec.KeepUntilDone {
+		p := root.Child("keepUntilDone").Index(i)
+		if k.APIVersion == "" || k.Kind == "" {
+			errs = append(errs, field.Required(p, "set apiVersion and kind"))
+		}
+		if (k.Name == "") == (k.Selector == nil) {
+			errs = append(errs, field.Invalid(p, k.Name, "set exactly one of name and selector"))
+		}
+	}
+	if len(spec.Steps) == 0 {
+		errs = append(errs, field.Required(root.Child("steps"), "a plan needs at least one step"))
+	}
+	seen := map[string]bool{}
+	for i, s := range spec.Steps {
+		p := root.Child("steps").Index(i)
+		if !stepName.MatchString(s.Name) || len(s.Name) > 63 {
+			errs = append(errs, field.Invalid(p.Child("name"), s.Name, "a step name is a DNS label: lower case letters, digits and '-'"))
+		}
+		if seen[s.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), s.Name))
+		}
+		seen[s.Name] = true
+		n := 0
+		for _, set := range []bool{s.Delete != nil, s.InhibitWebhooks != nil, s.WaitFor != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, field.Invalid(p, s.Name, "set exactly one action: delete, inhibitWebhooks or waitFor"))
+		}
+		if s.Timeout != nil && (s.Timeout.Duration < time.Second || s.Timeout.Duration > 24*time.Hour) {
+			errs = append(errs, field.Invalid(p.Child("timeout"), s.Timeout.Duration.String(), "timeout must be between 1s and 24h"))
+		}
+		switch s.OnTimeout {
+		case "", v1alpha1.OnTimeoutFail, v1alpha1.OnTimeoutContinue:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("onTimeout"), s.OnTimeout, []string{"Fail", "Continue"}))
+		}
+		if d := s.Delete; d != nil {
+			dp := p.Child("delete")
+			if (d.Kind == "") != (d.APIVersion == "") {
+				errs = append(errs, field.Invalid(dp, d.Kind, "set apiVersion and kind together"))
+			}
+			if (d.Kind == "") == (len(d.Kinds) == 0) {
+				errs = append(errs, field.Invalid(dp, d.Kind, "set exactly one of kind (with apiVersion) and kinds"))
+			}
+			for j, k := range d.Kinds {
+				if k.APIVersion == "" || k.Kind == "" {
+					errs = append(errs, field.Required(dp.Child("kinds").Index(j), "set apiVersion and kind"))
+				}
+			}
+			errs = append(errs, validateSelection(dp, d.Selection)...)
+			if d.Name != "" && d.AllNamespaces {
+				errs = append(errs, field.Invalid(dp.Child("name"), d.Name, "name needs a namespace, not allNamespaces: use a selector to match in every namespace"))
+			}
+			switch d.PropagationPolicy {
+			case "", v1alpha1.PropagationBackground, v1alpha1.PropagationForeground, v1alpha1.PropagationOrphan:
+			default:
+				errs = append(errs, field.NotSupported(dp.Child("propagationPolicy"), d.PropagationPolicy, []string{"Background", "Foreground", "Orphan"}))
+			}
+		}
+		if w := s.InhibitWebhooks; w != nil {
+			wp := p.Child("inhibitWebhooks")
+			if len(w.Names) == 0 {
+				errs = append(errs, field.Required(wp.Child("names"), "name at least one webhook configuration"))
+			}
+			switch w.Action {
+			case "", v1alpha1.WebhookIgnore, v1alpha1.WebhookDelete:
+			default:
+				errs = append(errs, field.NotSupported(wp.Child("action"), w.Action, []string{"Ignore", "Delete"}))
+			}
+		}
+		if w := s.WaitFor; w != nil {
+			wp := p.Child("waitFor")
+			if w.APIVersion == "" || w.Kind == "" {
+				errs = append(errs, field.Required(wp, "set apiVersion and kind"))
+			}
+			errs = append(errs, validateSelection(wp, w.Selection)...)
+			if c := w.Condition; c != nil {
+				if c.Type == "" {
+					errs = append(errs, field.Required(wp.Child("condition", "type"), ""))
+				}
+				switch c.Status {
+				case "", metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown:
+				default:
+					errs = append(errs, field.NotSupported(wp.Child("condition", "status"), c.Status, []string{"True", "False", "Unknown"}))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func validateSelection(p *field.Path, s v1alpha1.Selection) field.ErrorList {
+	var errs field.ErrorList
+	if (s.Name == "") == (s.Selector == nil) {
+		errs = append(errs, field.Invalid(p, s.Name, "set exactly one of name and selector"))
+	}
+	if s.AllNamespaces && s.Namespace != "" {
+		errs = append(errs, field.Invalid(p.Child("namespace"), s.Namespace, "set at most one of namespace and allNamespaces"))
+	}
+	if s.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil {
+			errs = append(errs, field.Invalid(p.Child("selector"), s.Selector, err.Error()))
+		}
+	}
+	return errs
+}
+
+// Kinds are the kinds a step selects: a delete's kind or kinds, a waitFor's
+// kind, or both webhook configuration kinds for inhibitWebhooks.
+func Kinds(step v1alpha1.TeardownStep) []v1alpha1.Kind {
+	switch {
+	case step.InhibitWebhooks != nil:
+		return []v1alpha1.Kind{
+			{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+			{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		}
+	case step.Delete != nil && len(step.Delete.Kinds) > 0:
+		return step.Delete.Kinds
+	case step.Delete != nil:
+		return []v1alpha1.Kind{{APIVersion: step.Delete.APIVersion, Kind: step.Delete.Kind}}
+	case step.WaitFor != nil:
+		return []v1alpha1.Kind{{APIVersion: step.WaitFor.APIVersion, Kind: step.WaitFor.Kind}}
+	}
+	return nil
+}
+
+// Selection is a step's selection (for inhibitWebhooks, its names are
+// matched by the caller).
+func Selection(step v1alpha1.TeardownStep) v1alpha1.Selection {
+	switch {
+	case step.Delete != nil:
+		return step.Delete.Selection
+	case step.WaitFor != nil:
+		return step.WaitFor.Selection
+	}
+	return v1alpha1.Selection{}
+}
+
+// Describe says in a few words what a step does, for progress lines.
+func Describe(step v1alpha1.TeardownStep) string {
+	where := func(s v1alpha1.Selection) string {
+		out := ""
+		switch {
+		case s.Name != "":
+			out = " " + s.Name
+		case s.Selector != nil:
+			if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err == nil && !sel.Empty() {
+				out = " -l " + sel.String()
+			}
+		}
+		switch {
+		case s.AllNamespaces:
+			out += " in all namespaces"
+		case s.Namespace != "":
+			out += " in " + s.Namespace
+		}
+		return out
+	}
+	switch {
+	case step.InhibitWebhooks != nil:
+		return fmt.Sprintf("inhibit webhooks %v (%s)", step.InhibitWebhooks.Names, orDefault(string(step.InhibitWebhooks.Action), "Ignore"))
+	case step.Delete != nil:
+		var kinds []string
+		for _, k := range Kinds(step) {
+			kinds = append(kinds, k.Kind)
+		}
+		return fmt.Sprintf("delete %v%s", kinds, where(step.Delete.Selection))
+	case step.WaitFor != nil:
+		if c := step.WaitFor.Condition; c != nil {
+			return fmt.Sprintf("wait for %s%s %s=%s", step.WaitFor.Kind, where(step.WaitFor.Selection), c.Type, orDefault(string(c.Status), "True"))
+		}
+		return fmt.Sprintf("wait for %s%s to be gone", step.WaitFor.Kind, where(step.WaitFor.Selection))
+	}
+	return "nothing"
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
