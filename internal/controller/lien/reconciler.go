@@ -178,6 +178,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	protected, released, err := r.apply(ctx, o, held, desired)
+	if handled, rerr := r.reportForbidden(ctx, o, err); handled {
+		return reconcile.Result{RequeueAfter: resync}, rerr
+	}
 	if err != nil {
 		return r.conflictOrError(err)
 	}
@@ -441,6 +444,9 @@ func (r *Reconciler) patchMarkers(ctx context.Context, obj *metav1.PartialObject
 	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		if apierrors.IsForbidden(err) {
+			return &forbiddenError{gvk: obj.GroupVersionKind(), namespace: obj.Namespace, name: obj.Name, err: err}
 		}
 		return fmt.Errorf("patching the lien markers of %s %s: %w", obj.Kind, qualified(obj.Namespace, obj.Name), err)
 	}

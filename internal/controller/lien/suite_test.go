@@ -81,7 +81,10 @@ func TestMain(m *testing.M) {
 }
 
 // startController runs the Lien and ClusterLien controllers in this process.
-func startController() error {
+func startController() error { return startControllerAs(cfg) }
+
+// startControllerAs runs them with the given identity.
+func startControllerAs(cfg *rest.Config) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},

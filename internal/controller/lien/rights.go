@@ -1,0 +1,86 @@
+package lien
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// ReasonMissingPermission is Ready's reason when the controller may not
+// write a protected object's markers; ReasonAdmissionDenied when it may, by
+// RBAC, but an admission policy refused the write.
+const (
+	ReasonMissingPermission = "MissingPermission"
+	ReasonAdmissionDenied   = "AdmissionDenied"
+)
+
+// forbiddenError is a patch of lien markers that the API server refused.
+type forbiddenError struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+	err       error
+}
+
+func (e *forbiddenError) Error() string { return e.err.Error() }
+func (e *forbiddenError) Unwrap() error { return e.err }
+
+// explainForbidden asks the API server (SelfSubjectAccessReview) whether
+// the controller holds the right it needed, and turns the answer into a
+// Ready condition a person can act on.
+func (r *Reconciler) explainForbidden(ctx context.Context, o object, fe *forbiddenError) metav1.Condition {
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: o.GetGeneration()}
+	resource := fe.gvk.Kind
+	if m, err := r.Mapper.RESTMapping(fe.gvk.GroupKind(), fe.gvk.Version); err == nil {
+		resource = m.Resource.Resource
+	}
+	where := "cluster-wide"
+	if fe.namespace != "" {
+		where = "in namespace " + fe.namespace
+	}
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: "patch", Group: fe.gvk.Group, Resource: resource, Namespace: fe.namespace, Name: fe.name,
+		},
+	}}
+	if err := r.Client.Create(ctx, review); err == nil && !review.Status.Allowed {
+		cond.Reason = ReasonMissingPermission
+		cond.Message = fmt.Sprintf("teardown's controller may not patch %s %s (needed to protect %s): grant verb patch on resource %s (group %q) with a ClusterRole labelled teardown.dev/aggregate-to-controller=true",
+			resource, where, fe.name, resource, fe.gvk.Group)
+		return cond
+	}
+	cond.Reason = ReasonAdmissionDenied
+	cond.Message = fmt.Sprintf("writing the lien markers of %s %s was refused by admission: %v; if the tamper policy refused it, add the controller's user to controllerUsers in ConfigMap teardown-system/teardown-policy (teardown install --controller-user)",
+		fe.gvk.Kind, qualified(fe.namespace, fe.name), fe.err)
+	return cond
+}
+
+// reportForbidden records the condition and an event, and retries at the
+// next resync rather than in a hot loop.
+func (r *Reconciler) reportForbidden(ctx context.Context, o object, err error) (bool, error) {
+	var fe *forbiddenError
+	if !errors.As(err, &fe) {
+		return false, nil
+	}
+	cond := r.explainForbidden(ctx, o, fe)
+	st := o.status()
+	prev := apimeta.FindStatusCondition(st.Conditions, cond.Type)
+	if prev == nil || prev.Reason != cond.Reason || prev.Message != cond.Message {
+		r.Recorder.Eventf(o.unwrap(), nil, "Warning", cond.Reason, "Protect", "%s", cond.Message)
+	}
+	apimeta.SetStatusCondition(&st.Conditions, cond)
+	st.ObservedGeneration = o.GetGeneration()
+	if err := r.Client.Status().Update(ctx, o.unwrap()); err != nil && !apierrors.IsConflict(err) {
+		return true, err
+	}
+	return true, nil
+}
+
