@@ -120,6 +120,14 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 	return nil
 }
 
+// kind is the lien kind this reconciler serves, for metrics.
+func (r *Reconciler) kind() string {
+	if r.newObject().namespaced() {
+		return "Lien"
+	}
+	return "ClusterLien"
+}
+
 func (l lienObj) unwrap() client.Object        { return l.Lien }
 func (l clusterLienObj) unwrap() client.Object { return l.ClusterLien }
 
@@ -127,6 +135,9 @@ func (l clusterLienObj) unwrap() client.Object { return l.ClusterLien }
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	o := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
+		if apierrors.IsNotFound(err) {
+			counts.set(r.kind(), req.String(), lienCount{}, true)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap()))
@@ -193,6 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	st.Protected = protected
 	st.HeldBy = holders
 	st.ProtectedCount = int32(countState(protected, v1alpha1.StateProtected))
+	counts.set(r.kind(), req.String(), lienCount{held: held, protected: int(st.ProtectedCount)}, false)
 	r.setConditions(o, before, held, holders, invalid, missing)
 	if !statusEqual(before, st) {
 		if err := r.Client.Status().Update(ctx, o.unwrap()); err != nil {
@@ -396,6 +408,7 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 			if obj.Namespace != "" {
 				releasedNS = append(releasedNS, obj.Namespace)
 			}
+			releases.WithLabelValues(r.kind()).Inc()
 			r.Recorder.Eventf(o.unwrap(), nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Release", "released %s %s", prev.Kind, qualified(prev.Namespace, prev.Name))
 		}
 		if !held && obj != nil {

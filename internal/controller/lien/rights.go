@@ -83,4 +83,3 @@ func (r *Reconciler) reportForbidden(ctx context.Context, o object, err error) (
 	}
 	return true, nil
 }
-
