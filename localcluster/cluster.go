@@ -64,6 +64,7 @@ type Cluster struct {
 	ownsDir bool // Stop removes Dir
 	config  *rest.Config
 	procs   []*process
+	detach  bool // Restart starts components the way Start did
 
 	stopOnce sync.Once
 	stopErr  error
@@ -106,7 +107,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	c := &Cluster{}
+	c := &Cluster{detach: opts.Detach}
 	if opts.Dir == "" {
 		sweepAbandoned()
 		dir, err := os.MkdirTemp("", tempPrefix)

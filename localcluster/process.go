@@ -17,8 +17,9 @@ import (
 type process struct {
 	Name    string `json:"name"`
 	PID     int    `json:"pid"`
-	Binary  string `json:"binary"`
-	LogFile string `json:"logFile"`
+	Binary  string   `json:"binary"`
+	Args    []string `json:"args,omitempty"`
+	LogFile string   `json:"logFile"`
 
 	cmd    *exec.Cmd     // nil when attached from another process's state
 	exited chan struct{} // closed when cmd has been waited for
@@ -61,7 +62,7 @@ func start(name, binary string, args []string, logFile string, detach bool) (*pr
 	if err := <-errc; err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{Name: name, PID: cmd.Process.Pid, Binary: binary, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
+	p := &process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -111,6 +112,18 @@ func (p *process) stop(grace time.Duration) error {
 	}
 	_ = syscall.Kill(p.PID, syscall.SIGTERM)
 	if p.wait(grace) {
+		return nil
+	}
+	_ = syscall.Kill(p.PID, syscall.SIGKILL)
+	if p.wait(10 * time.Second) {
+		return nil
+	}
+	return fmt.Errorf("%s (pid %d) did not exit", p.Name, p.PID)
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *process) kill() error {
+	if !p.alive() {
 		return nil
 	}
 	_ = syscall.Kill(p.PID, syscall.SIGKILL)
