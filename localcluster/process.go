@@ -15,8 +15,8 @@ import (
 
 // process is one running component.
 type process struct {
-	Name    string `json:"name"`
-	PID     int    `json:"pid"`
+	Name    string   `json:"name"`
+	PID     int      `json:"pid"`
 	Binary  string   `json:"binary"`
 	Args    []string `json:"args,omitempty"`
 	LogFile string   `json:"logFile"`
