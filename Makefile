@@ -81,10 +81,14 @@ generate: $(CONTROLLER_GEN) ## Regenerate deep-copy functions and CRDs.
 chart: ## Write the Helm chart's CRDs, RBAC and policies from config/.
 	go run ./hack/genchart
 
+.PHONY: docs
+docs: ## Write the CLI reference docs/cli/ from the cobra commands.
+	go run ./hack/gencli
+
 .PHONY: verify-generate
-verify-generate: generate chart ## Fail if generated files are stale.
-	@git diff --exit-code -- api config charts || { echo "generated files are stale: run make generate chart and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "make generate created files: commit them"; exit 1; }
+verify-generate: generate chart docs ## Fail if generated files are stale.
+	@git diff --exit-code -- api config charts docs/cli || { echo "generated files are stale: run make generate chart and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts docs/cli)" || { git status --porcelain -- api config charts docs/cli; echo "make generate created files: commit them"; exit 1; }
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint with the curated set in .golangci.yml.
