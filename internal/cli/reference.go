@@ -27,11 +27,11 @@ func WriteReference(dir string) error {
 	// variables, so the pages are the same on every machine.
 	for k, v := range map[string]string{"HOME": "$HOME", "POD_NAMESPACE": "", "KUBECONFIG": ""} {
 		old, had := os.LookupEnv(k)
-		os.Setenv(k, v)
+		_ = os.Setenv(k, v)
 		if had {
-			defer os.Setenv(k, old)
+			defer func() { _ = os.Setenv(k, old) }()
 		} else {
-			defer os.Unsetenv(k)
+			defer func() { _ = os.Unsetenv(k) }()
 		}
 	}
 	root := NewRootCommand("teardown", io.Discard, io.Discard)

@@ -24,7 +24,7 @@ const (
 	Finalizer = "teardown.dev/lien"
 )
 
-// Mode of an Entry: empty means Deny.
+// ModeDefer is the Mode of a Defer lien's Entry; empty means Deny.
 const ModeDefer = "Defer"
 
 // Entry is one lien on an object.

@@ -22,13 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var (

@@ -11,9 +11,9 @@ import (
 
 func TestFinalizerManagers(t *testing.T) {
 	fields := []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl-create", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:finalizers":{".":{},"v:\"kubernetes\"":{}}}}`)}},
-		{Manager: "foo-operator", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/cleanup\"":{}},"f:labels":{"f:app":{}}},"f:spec":{"f:size":{}}}`)}},
-		{Manager: "broken", FieldsV1: &metav1.FieldsV1{Raw: []byte(`not json`)}},
+		{Manager: "kubectl-create", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:finalizers":{".":{},"v:\"kubernetes\"":{}}}}`)},
+		{Manager: "foo-operator", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/cleanup\"":{}},"f:labels":{"f:app":{}}},"f:spec":{"f:size":{}}}`)},
+		{Manager: "broken", FieldsV1: metav1.NewFieldsV1(`not json`)},
 	}
 	want := map[string]string{"kubernetes": "kubectl-create", "example.com/cleanup": "foo-operator"}
 	if diff := cmp.Diff(want, FinalizerManagers(fields)); diff != "" {

@@ -20,7 +20,7 @@ func FinalizerManagers(fields []metav1.ManagedFieldsEntry) map[string]string {
 			continue
 		}
 		var tree map[string]map[string]map[string]json.RawMessage
-		if err := json.Unmarshal(e.FieldsV1.Raw, &tree); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &tree); err != nil {
 			continue
 		}
 		for _, top := range []string{"f:metadata", "f:spec"} {

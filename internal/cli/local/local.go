@@ -167,8 +167,11 @@ func (o *Options) env(out io.Writer) error {
 
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return strings.ContainsRune("/-_.", r) || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+	}
 	for _, r := range s {
-		if !(r == '/' || r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+		if !plain(r) {
 			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 		}
 	}

@@ -97,7 +97,7 @@ func TestOrphansAfterHelmReleaseNamespaceDeleted(t *testing.T) {
 	// Installed and recorded: nothing is orphaned.
 	code, out = run(t, "orphans", "-A", "-o", "json")
 	if code != cmdutil.ExitOK {
-		t.Errorf("with the release in place: exit %d, want 0", code)
+		t.Errorf("with the release in place: exit %d, want 0:\n%s", code, out)
 	}
 
 	env.DeleteNamespace(t, ns, "")

@@ -41,7 +41,7 @@ var widgets = resource.APIResource{GVR: schema.GroupVersionResource{Group: "exam
 
 func finalizerFields(manager, finalizer string) []metav1.ManagedFieldsEntry {
 	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + finalizer + `\"":{}}}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + finalizer + `\"":{}}}}`)}}
 }
 
 func stuckNamespace() *Facts {

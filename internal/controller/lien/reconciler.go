@@ -227,7 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // object between our read and our write.
 func (r *Reconciler) conflictOrError(err error) (reconcile.Result, error) {
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	return reconcile.Result{}, err
 }
