@@ -43,7 +43,7 @@ func waitFor(ctx context.Context, what string, procs []*process, check func(cont
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last check: %v)", what, ctx.Err(), last)
+			return fmt.Errorf("waiting for %s: %w (last check: %w)", what, ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

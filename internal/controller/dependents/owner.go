@@ -3,6 +3,7 @@ package dependents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -181,12 +182,12 @@ func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.Partial
 		if len(gone) == len(others) && !unknown {
 			// This owner (being deleted in the foreground) and the gone
 			// ones were all it had: it goes first.
-			if err := r.deleteDependent(ctx, d, ls); err != nil && err != errRecheck {
+			if err := r.deleteDependent(ctx, d, ls); err != nil && !errors.Is(err, errRecheck) {
 				return 0, err
 			}
 			continue
 		}
-		if err := r.removeLinks(ctx, d, mine, ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && err != errRecheck {
+		if err := r.removeLinks(ctx, d, mine, ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && !errors.Is(err, errRecheck) {
 			return 0, err
 		}
 	}

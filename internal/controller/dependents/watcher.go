@@ -2,6 +2,7 @@ package dependents
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -151,8 +152,8 @@ func (w *watcher) discover(ctx context.Context) error {
 	// A group that failed discovery (an unavailable APIService) keeps its
 	// informers: its kinds are not gone, only unreachable for now.
 	var failed map[schema.GroupVersion]error
-	if err != nil {
-		failed = err.(*discovery.ErrGroupDiscoveryFailed).Groups
+	if groupErr := (*discovery.ErrGroupDiscoveryFailed)(nil); errors.As(err, &groupErr) {
+		failed = groupErr.Groups
 	}
 	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "watch", "patch", "delete"}}, lists)
 	found := map[schema.GroupVersionResource]bool{}
