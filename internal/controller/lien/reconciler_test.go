@@ -499,3 +499,42 @@ func TestProtectHelper(t *testing.T) {
 	}
 	waitLabel(t, elsewhere, "")
 }
+
+// TestTargetsFollowTheCluster: a selector target that appears later is
+// protected, one whose labels stop matching is released, and a named
+// target that does not exist is reported.
+func TestTargetsFollowTheCluster(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "follow")
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tier-db"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{
+				{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "db"}}},
+				{APIVersion: "v1", Kind: "Secret", Name: "not-yet"},
+			},
+			Reason: "the database tier stays",
+		},
+	}
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	c := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTargetMissing)
+	if !strings.Contains(c.Message, "Secret "+ns+"/not-yet") {
+		t.Errorf("TargetMissing message %q should name the Secret", c.Message)
+	}
+	late := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late", Labels: map[string]string{"tier": "db"}}}
+	if err := k.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, late, lien.LabelDeny)
+	patch := []byte(`{"metadata":{"labels":{"tier":"web"}}}`)
+	if err := k.Patch(ctx, late, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, late, "")
+	if err := k.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-yet"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved)
+}
