@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,10 @@ const (
 	ReasonOrphanedDependent = "OrphanedDependent"
 	ReasonRemovedOwner      = "RemovedOwner"
 	ReasonInvalidOwner      = "InvalidOwner"
+	// ReasonMissingPermission: RBAC refused teardown a verb it needs on
+	// this object; ReasonRefused: an admission policy refused it.
+	ReasonMissingPermission = "MissingPermission"
+	ReasonRefused           = "Refused"
 )
 
 // Options tune the controller; the zero value is the production default.
@@ -127,7 +132,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 		// A conflict: the object changed under us; look again, quietly.
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
+	if apierrors.IsForbidden(err) {
+		// Not a hot loop: say what is missing, on the object, and look
+		// again later (the right may be granted meanwhile).
+		r.reportForbidden(ctx, req, err)
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}
 	return res, err
+}
+
+// reportForbidden records a Warning event on the object that the API
+// server refused teardown an action on: MissingPermission (the message
+// names the verb and the resource, as RBAC reports them) or Refused.
+func (r *Reconciler) reportForbidden(ctx context.Context, req request, err error) {
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+	reason := ReasonMissingPermission
+	note := fmt.Sprintf("teardown's controller was refused: %v; grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller=true", err)
+	if !strings.Contains(err.Error(), " cannot ") {
+		reason, note = ReasonRefused, fmt.Sprintf("teardown's controller was refused by admission: %v", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("refused by the API server", "object", klog.KObj(obj), "gvr", req.GVR.String(), "reason", reason, "err", err.Error())
+	r.event(ctx, req.GVR, obj, nil, "Warning", reason, "Reconcile", note)
 }
 
 // ownerState is what a live look at one owner link found.

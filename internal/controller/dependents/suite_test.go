@@ -94,7 +94,13 @@ type running struct {
 // the returned stop (also run at test cleanup) is called.
 func startController(t testing.TB, hook func(ctx context.Context, r request)) *running {
 	t.Helper()
-	rc := rest.CopyConfig(cfg)
+	return startControllerWith(t, cfg, hook)
+}
+
+// startControllerWith runs the controller with the identity of base.
+func startControllerWith(t testing.TB, base *rest.Config, hook func(ctx context.Context, r request)) *running {
+	t.Helper()
+	rc := rest.CopyConfig(base)
 	rec := &calls{}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{next: rt, c: rec} })
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{

@@ -1,0 +1,73 @@
+//go:build integration
+
+package dependents
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	links "github.com/teardown-dev/teardown/pkg/dependents"
+)
+
+// TestMissingPermissionIsReported runs the controller as a user that may
+// read everything but delete nothing: the dependent of a gone owner is not
+// deleted, and gets a Warning event naming the verb and the resource.
+func TestMissingPermissionIsReported(t *testing.T) {
+	ctx := context.Background()
+	const user = "teardown-read-only"
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer kube.RbacV1().ClusterRoles().Delete(ctx, user, metav1.DeleteOptions{})
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer kube.RbacV1().ClusterRoleBindings().Delete(ctx, user, metav1.DeleteOptions{})
+	limited := rest.CopyConfig(cfg)
+	limited.Impersonate = rest.ImpersonationConfig{UserName: user}
+	startControllerWith(t, limited, nil)
+
+	ownerNS, depNS := namespace(t, "perm-owner"), namespace(t, "perm-dep")
+	owner, err := kube.CoreV1().ConfigMaps(ownerNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent"}}
+	if err := links.SetOwner(dep, owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(depNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().ConfigMaps(ownerNS).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msg := eventMessage(t, depNS, "ConfigMap", "dependent", ReasonMissingPermission)
+	for _, want := range []string{`cannot delete resource "configmaps"`, "teardown.dev/aggregate-to-controller=true"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("event %q lacks %q", msg, want)
+		}
+	}
+	if _, err := kube.CoreV1().ConfigMaps(depNS).Get(ctx, "dependent", metav1.GetOptions{}); err != nil {
+		t.Errorf("the dependent should still exist: %v", err)
+	}
+}
