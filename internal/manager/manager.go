@@ -20,6 +20,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/dependents"
 	"github.com/teardown-dev/teardown/internal/controller/lien"
+	"github.com/teardown-dev/teardown/internal/controller/teardown"
 )
 
 // Controller is one of teardown's controllers, registered with the manager
@@ -34,6 +35,7 @@ type Controller struct {
 var Controllers = []Controller{
 	{Name: "lien", Setup: lien.Setup},
 	{Name: "dependents", Setup: dependents.Setup},
+	{Name: "teardown", Setup: teardown.Setup},
 }
 
 // Names are the names of Controllers, for flags and messages.

@@ -1,0 +1,422 @@
+package teardown
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/teardown"
+)
+
+// Interval is how often a running plan is ticked (besides watch events).
+var Interval = time.Second
+
+// Reconciler runs Teardown plans.
+type Reconciler struct {
+	// Client reads Teardowns from the cache; Live reads and writes
+	// without one, for everything the plan acts on.
+	Client   client.Client
+	Live     client.Client
+	Runner   *teardown.Runner
+	Recorder recorder.EventRecorder
+
+	cache      cache.Cache
+	controller controller.Controller
+	mu         sync.Mutex
+	watched    map[schema.GroupVersionKind]bool
+}
+
+// Setup registers the Teardown controller with mgr.
+func Setup(mgr ctrl.Manager) error {
+	live, err := teardown.NewClient(mgr.GetConfig(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:   mgr.GetClient(),
+		Live:     live,
+		Runner:   &teardown.Runner{Client: live},
+		Recorder: mgr.GetEventRecorder("teardown-teardown"),
+		cache:    mgr.GetCache(),
+		watched:  map[schema.GroupVersionKind]bool{},
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("teardown").
+		For(&v1alpha1.Teardown{}).
+		Watches(&v1alpha1.ClusterLien{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if name := o.GetLabels()[teardown.KeepLabel]; name != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+			}
+			return nil
+		})).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	return nil
+}
+
+// Reconcile arms a plan on its trigger, runs it once the trigger is being
+// deleted, and releases the trigger and keepUntilDone once it finished.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	t := &v1alpha1.Teardown{}
+	// Live: the status written by the last tick is where a restarted
+	// controller resumes.
+	if err := r.Live.Get(ctx, req.NamespacedName, t); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if errs := teardown.Validate(&t.Spec); len(errs) > 0 {
+		// Admission refuses these; a plan stored before the rules were
+		// tightened gets a condition, not a retry loop.
+		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan, errs.ToAggregate().Error())
+	}
+	if from := t.Annotations[v1alpha1.RunFromStepAnnotation]; from != "" {
+		return r.resume(ctx, t, from)
+	}
+	if t.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
+		patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(t, v1alpha1.TeardownFinalizer)
+		if err := r.Live.Patch(ctx, t, patch); err != nil {
+			return conflict(err)
+		}
+	}
+	switch t.Status.Phase {
+	case v1alpha1.PhaseSucceeded:
+		return reconcile.Result{}, r.dropOwnFinalizer(ctx, t)
+	case v1alpha1.PhaseFailed:
+		if t.DeletionTimestamp.IsZero() {
+			return reconcile.Result{}, nil // terminal: a person resumes or gives up
+		}
+		log.Info("teardown deleted after it failed: releasing the trigger and keepUntilDone", "teardown", klog.KObj(t))
+		return r.disarm(ctx, t)
+	case v1alpha1.PhaseRunning:
+		return r.run(ctx, t)
+	}
+	// Pending: arm, or start.
+	if t.Spec.Trigger == nil {
+		if !t.DeletionTimestamp.IsZero() {
+			return r.start(ctx, t, "the Teardown was deleted")
+		}
+		return r.arm(ctx, t, "runs when this Teardown is deleted, or by teardown run")
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		return r.disarm(ctx, t)
+	}
+	trigger, err := r.trigger(ctx, t)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if trigger == nil {
+		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
+	}
+	if !trigger.DeletionTimestamp.IsZero() {
+		return r.start(ctx, t, fmt.Sprintf("the trigger %s is being deleted", triggerName(t)))
+	}
+	if !controllerutil.ContainsFinalizer(trigger, v1alpha1.TeardownFinalizer) {
+		patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(trigger, v1alpha1.TeardownFinalizer)
+		if err := r.Live.Patch(ctx, trigger, patch); err != nil {
+			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), err))
+		}
+	}
+	if t.Status.TriggerUID != string(trigger.UID) {
+		t.Status.TriggerUID = string(trigger.UID)
+		if err := r.Live.Status().Update(ctx, t); err != nil {
+			return conflict(err)
+		}
+	}
+	return r.arm(ctx, t, fmt.Sprintf("runs when %s is deleted", triggerName(t)))
+}
+
+// arm protects keepUntilDone and reports the plan armed.
+func (r *Reconciler) arm(ctx context.Context, t *v1alpha1.Teardown, how string) (reconcile.Result, error) {
+	held, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if t.Status.Phase == "" {
+		t.Status.Phase = v1alpha1.PhasePending
+	}
+	if !held {
+		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on keepUntilDone to hold; the plan "+how)
+	}
+	return r.setArmed(ctx, t, metav1.ConditionTrue, v1alpha1.ReasonArmed, "the plan "+how)
+}
+
+func (r *Reconciler) setArmed(ctx context.Context, t *v1alpha1.Teardown, status metav1.ConditionStatus, reason, msg string) (reconcile.Result, error) {
+	changed := apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: status, Reason: reason, Message: msg, ObservedGeneration: t.Generation})
+	if t.Status.Phase == "" {
+		t.Status.Phase, changed = v1alpha1.PhasePending, true
+	}
+	if changed || t.Status.ObservedGeneration != t.Generation {
+		t.Status.ObservedGeneration = t.Generation
+		if err := r.Live.Status().Update(ctx, t); err != nil {
+			return conflict(err)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string) (reconcile.Result, error) {
+	ctrl.LoggerFrom(ctx).Info("starting the plan", "teardown", klog.KObj(t), "why", why)
+	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Started", "Run", "plan started: %s", why)
+	t.Status.Phase = v1alpha1.PhaseRunning
+	now := metav1.Now()
+	t.Status.StartedAt = &now
+	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunning, Message: "started: " + why, ObservedGeneration: t.Generation})
+	if err := r.Live.Status().Update(ctx, t); err != nil {
+		return conflict(err)
+	}
+	return reconcile.Result{Requeue: true}, nil
+}
+
+// run ticks the plan once and stores the status.
+func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
+	if _, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone); err != nil {
+		return reconcile.Result{}, err
+	}
+	prev := t.Status.DeepCopy()
+	res, err := r.Runner.Tick(ctx, &t.Spec, t.Status)
+	if err != nil {
+		// Keep what the tick did (the UIDs it deleted) before retrying.
+		if res.Status.Phase != "" {
+			t.Status = res.Status
+			_ = r.Live.Status().Update(ctx, t)
+		}
+		return reconcile.Result{}, err
+	}
+	t.Status = res.Status
+	for i, st := range t.Status.Steps {
+		if i < len(prev.Steps) && prev.Steps[i].State != st.State && st.State != v1alpha1.StepRunning {
+			r.Recorder.Eventf(t, nil, eventType(st.State), "Step"+string(st.State), "Run", "step %s: %s", st.Name, st.Message)
+		}
+	}
+	requeue := reconcile.Result{RequeueAfter: Interval}
+	switch t.Status.Phase {
+	case v1alpha1.PhaseSucceeded:
+		// Release keepUntilDone, then the trigger, then say Succeeded.
+		gone, err := r.Runner.Release(ctx, t.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !gone {
+			t.Status.Phase = v1alpha1.PhaseRunning
+			t.Status.CompletedAt = nil
+			r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "every step finished; releasing keepUntilDone")
+			break
+		}
+		if err := r.releaseTrigger(ctx, t); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("every step finished (%d)", len(t.Spec.Steps)))
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger and keepUntilDone released")
+		requeue = reconcile.Result{Requeue: true}
+	case v1alpha1.PhaseFailed:
+		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonFailed, failedMessage(t))
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Run", "%s", failedMessage(t))
+		requeue = reconcile.Result{}
+	default:
+		st := stepOf(t, t.Status.CurrentStep)
+		msg := fmt.Sprintf("step %s: %s", st.Name, st.Message)
+		if len(st.Pending) > 0 {
+			msg += "; pending: " + strings.Join(st.Pending, ", ")
+		}
+		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
+		if len(res.Actions) > 0 || teardown.Current(&t.Spec, &t.Status) != res.Step {
+			requeue = reconcile.Result{Requeue: true}
+		}
+	}
+	if err := r.Live.Status().Update(ctx, t); err != nil {
+		return conflict(err)
+	}
+	return requeue, nil
+}
+
+// resume restarts a plan from a step, as `teardown run --from-step` asks.
+func (r *Reconciler) resume(ctx context.Context, t *v1alpha1.Teardown, from string) (reconcile.Result, error) {
+	status := t.Status.DeepCopy()
+	if err := teardown.ResumeFrom(&t.Spec, status, from); err != nil {
+		r.setRunning(t, metav1.ConditionFalse, "InvalidResume", err.Error())
+	} else {
+		t.Status = *status
+		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "resumed from step "+from)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Resumed", "Run", "resumed from step %s", from)
+	}
+	if err := r.Live.Status().Update(ctx, t); err != nil {
+		return conflict(err)
+	}
+	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(t.Annotations, v1alpha1.RunFromStepAnnotation)
+	if err := r.Live.Patch(ctx, t, patch); err != nil {
+		return conflict(err)
+	}
+	return reconcile.Result{Requeue: true}, nil
+}
+
+// disarm lets the trigger and keepUntilDone go without running the plan:
+// the Teardown was deleted before its trigger, or after it failed.
+func (r *Reconciler) disarm(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
+	gone, err := r.Runner.Release(ctx, t.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !gone {
+		return reconcile.Result{RequeueAfter: Interval}, nil
+	}
+	if err := r.releaseTrigger(ctx, t); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.dropOwnFinalizer(ctx, t)
+}
+
+func (r *Reconciler) dropOwnFinalizer(ctx context.Context, t *v1alpha1.Teardown) error {
+	if t.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(t, v1alpha1.TeardownFinalizer)
+	if err := r.Live.Patch(ctx, t, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizer of teardown %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// releaseTrigger removes the finalizer from the trigger (the UID armed,
+// not a re-created namesake).
+func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) error {
+	if t.Spec.Trigger == nil {
+		return nil
+	}
+	trigger, err := r.trigger(ctx, t)
+	if err != nil || trigger == nil || !controllerutil.ContainsFinalizer(trigger, v1alpha1.TeardownFinalizer) {
+		return err
+	}
+	patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(trigger, v1alpha1.TeardownFinalizer)
+	if err := r.Live.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), err)
+	}
+	return nil
+}
+
+// trigger reads the trigger live; nil if it does not exist.
+func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1.PartialObjectMetadata, error) {
+	gv, err := schema.ParseGroupVersion(t.Spec.Trigger.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("trigger apiVersion: %w", err)
+	}
+	gvk := gv.WithKind(t.Spec.Trigger.Kind)
+	if err := r.watch(gvk); err != nil {
+		return nil, err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	err = r.Live.Get(ctx, client.ObjectKey{Namespace: t.Spec.Trigger.Namespace, Name: t.Spec.Trigger.Name}, obj)
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the trigger %s: %w", triggerName(t), err)
+	}
+	return obj, nil
+}
+
+// watch starts, once per kind, a metadata watch of trigger objects that
+// reconciles the Teardowns naming them.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] || r.controller == nil {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var l v1alpha1.TeardownList
+		if err := r.Client.List(ctx, &l); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, t := range l.Items {
+			if tr := t.Spec.Trigger; tr != nil && tr.Kind == gvk.Kind && tr.APIVersion == gvk.GroupVersion().String() && tr.Namespace == o.GetNamespace() && tr.Name == o.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
+			}
+		}
+		return reqs
+	}))
+	if err := r.controller.Watch(src); err != nil {
+		return fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+func (r *Reconciler) setRunning(t *v1alpha1.Teardown, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: status, Reason: reason, Message: msg, ObservedGeneration: t.Generation})
+	t.Status.ObservedGeneration = t.Generation
+}
+
+// failedMessage names what is pending and how to continue.
+func failedMessage(t *v1alpha1.Teardown) string {
+	st := stepOf(t, t.Status.CurrentStep)
+	kept := "this Teardown"
+	if t.Spec.Trigger != nil {
+		kept = triggerName(t)
+	}
+	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `teardown run -f PLAN.yaml --from-step %s` (or annotate this Teardown %s=%s); to give up, delete this Teardown or remove the finalizer from %s",
+		st.Name, st.Message, kept, v1alpha1.TeardownFinalizer, st.Name, v1alpha1.RunFromStepAnnotation, st.Name, kept)
+}
+
+func stepOf(t *v1alpha1.Teardown, name string) v1alpha1.StepStatus {
+	for _, s := range t.Status.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return v1alpha1.StepStatus{Name: name}
+}
+
+func triggerName(t *v1alpha1.Teardown) string {
+	tr := t.Spec.Trigger
+	if tr.Namespace == "" {
+		return tr.Kind + " " + tr.Name
+	}
+	return tr.Kind + " " + tr.Namespace + "/" + tr.Name
+}
+
+func eventType(s v1alpha1.StepState) string {
+	if s == v1alpha1.StepFailed || s == v1alpha1.StepTimedOut {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}
+
+// conflict requeues silently on a conflict, as the next read sees the
+// newer object.
+func conflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return reconcile.Result{}, err
+}

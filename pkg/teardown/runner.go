@@ -1,0 +1,507 @@
+package teardown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// Runner runs plans against a cluster: it gathers what the current step
+// selects with live reads, asks the planner, and takes the actions. Its
+// client must read live (not from a cache): a DELETE is only sent for an
+// object just read, with its UID and resourceVersion as preconditions.
+type Runner struct {
+	Client client.Client
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// InvalidStepError is a step the cluster cannot run as written (a
+// namespaced kind without a namespace, say): retrying will not help.
+type InvalidStepError struct {
+	Step string
+	Err  error
+}
+
+func (e *InvalidStepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *InvalidStepError) Unwrap() error { return e.Err }
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Tick runs one tick of the plan: the current step's objects are read, the
+// planner decides, the actions are taken. It returns the planner's result,
+// whose Status the caller stores. A step that cannot run as written fails
+// (its status says why) rather than being retried.
+func (r *Runner) Tick(ctx context.Context, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus) (Result, error) {
+	i := Current(spec, &status)
+	var observed []Object
+	if i >= 0 {
+		var err error
+		observed, err = r.Gather(ctx, spec.Steps[i])
+		if invalid := (*InvalidStepError)(nil); errors.As(err, &invalid) {
+			st := stepStatus(&status, spec.Steps[i].Name)
+			st.State = v1alpha1.StepFailed
+			st.Message = invalid.Err.Error()
+			st.FinishedAt = ptrTime(r.now())
+			status.Steps = alignSteps(spec, status.Steps)
+			status.Steps[i] = st
+			return Plan(spec, status, nil, r.now()), nil
+		}
+		if err != nil {
+			return Result{Step: i, Status: status}, err
+		}
+	}
+	res := Plan(spec, status, observed, r.now())
+	return res, r.Do(ctx, res.Actions)
+}
+
+// Gather lists, live, the objects a step selects. A kind the cluster does
+// not serve (its CRD already gone) selects nothing.
+func (r *Runner) Gather(ctx context.Context, step v1alpha1.TeardownStep) ([]Object, error) {
+	sel := Selection(step)
+	var out []Object
+	for _, k := range Kinds(step) {
+		gv, err := schema.ParseGroupVersion(k.APIVersion)
+		if err != nil {
+			return nil, &InvalidStepError{Step: step.Name, Err: fmt.Errorf("apiVersion %q: %w", k.APIVersion, err)}
+		}
+		gvk := gv.WithKind(k.Kind)
+		mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			continue // not served (its CRD is gone): nothing of it is left
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding the resource of %s: %w", gvk, err)
+		}
+		namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		switch {
+		case step.InhibitWebhooks != nil:
+		case namespaced && sel.Namespace == "" && !sel.AllNamespaces:
+			return nil, &InvalidStepError{Step: step.Name, Err: fmt.Errorf("%s is namespaced: set namespace or allNamespaces", k.Kind)}
+		case !namespaced && sel.Namespace != "":
+			return nil, &InvalidStepError{Step: step.Name, Err: fmt.Errorf("%s is cluster-scoped: remove namespace %q", k.Kind, sel.Namespace)}
+		}
+		custom, err := r.custom(ctx, mapping.Resource)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := r.list(ctx, step, gvk, sel, namespaced)
+		if err != nil {
+			return nil, err
+		}
+		for i := range objs {
+			objs[i].Custom = custom
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// custom reports whether a CRD serves the resource.
+func (r *Runner) custom(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
+	if !strings.Contains(gvr.Group, ".") {
+		return false, nil
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	err := r.Client.Get(ctx, client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, crd)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading CRD %s.%s: %w", gvr.Resource, gvr.Group, err)
+	}
+	return true, nil
+}
+
+func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schema.GroupVersionKind, sel v1alpha1.Selection, namespaced bool) ([]Object, error) {
+	if step.InhibitWebhooks != nil || isWebhookConfig(Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}) {
+		return r.listWebhooks(ctx, step, gvk, sel)
+	}
+	opts := []client.ListOption{}
+	if namespaced && !sel.AllNamespaces {
+		opts = append(opts, client.InNamespace(sel.Namespace))
+	}
+	if sel.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel.Selector)
+		if err != nil {
+			return nil, &InvalidStepError{Step: step.Name, Err: fmt.Errorf("selector: %w", err)}
+		}
+		opts = append(opts, client.MatchingLabelsSelector{Selector: s})
+	}
+	withConditions := step.WaitFor != nil && step.WaitFor.Condition != nil
+	var out []Object
+	if withConditions {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.listOrGet(ctx, l, gvk, sel, opts); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			o := objectOf(&l.Items[i], gvk)
+			o.Conditions = conditionsOf(&l.Items[i])
+			out = append(out, o)
+		}
+		return out, nil
+	}
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.listOrGet(ctx, l, gvk, sel, opts); err != nil {
+		return nil, err
+	}
+	for i := range l.Items {
+		out = append(out, objectOf(&l.Items[i], gvk))
+	}
+	return out, nil
+}
+
+// listOrGet lists with opts, or gets the one named object into the list.
+func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.GroupVersionKind, sel v1alpha1.Selection, opts []client.ListOption) error {
+	if sel.Name == "" {
+		if err := r.Client.List(ctx, l, opts...); err != nil {
+			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		return nil
+	}
+	var obj client.Object
+	switch l.(type) {
+	case *unstructured.UnstructuredList:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		obj = u
+	default:
+		p := &metav1.PartialObjectMetadata{}
+		p.SetGroupVersionKind(gvk)
+		obj = p
+	}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: sel.Namespace, Name: sel.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, err)
+	}
+	switch l := l.(type) {
+	case *unstructured.UnstructuredList:
+		l.Items = append(l.Items, *obj.(*unstructured.Unstructured))
+	case *metav1.PartialObjectMetadataList:
+		l.Items = append(l.Items, *obj.(*metav1.PartialObjectMetadata))
+	}
+	return nil
+}
+
+func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, gvk schema.GroupVersionKind, sel v1alpha1.Selection) ([]Object, error) {
+	var names []string
+	if step.InhibitWebhooks != nil {
+		names = step.InhibitWebhooks.Names
+	}
+	match := func(m metav1.Object) (bool, error) {
+		if step.InhibitWebhooks != nil {
+			return slices.Contains(names, m.GetName()), nil
+		}
+		if sel.Name != "" {
+			return m.GetName() == sel.Name, nil
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel.Selector)
+		if err != nil {
+			return false, &InvalidStepError{Step: step.Name, Err: fmt.Errorf("selector: %w", err)}
+		}
+		return s.Matches(labelSet(m.GetLabels())), nil
+	}
+	var out []Object
+	add := func(m metav1.Object, policies []*admissionregistrationv1.FailurePolicyType, hooks []string) error {
+		ok, err := match(m)
+		if err != nil || !ok {
+			return err
+		}
+		o := objectOf(m, gvk)
+		for i, h := range hooks {
+			p := string(admissionregistrationv1.Fail)
+			if policies[i] != nil {
+				p = string(*policies[i])
+			}
+			o.Webhooks = append(o.Webhooks, Webhook{Name: h, FailurePolicy: p})
+		}
+		out = append(out, o)
+		return nil
+	}
+	switch gvk.Kind {
+	case "ValidatingWebhookConfiguration":
+		var l admissionregistrationv1.ValidatingWebhookConfigurationList
+		if err := r.Client.List(ctx, &l); err != nil {
+			return nil, fmt.Errorf("listing validating webhook configurations: %w", err)
+		}
+		for i := range l.Items {
+			var ps []*admissionregistrationv1.FailurePolicyType
+			var hs []string
+			for _, w := range l.Items[i].Webhooks {
+				ps, hs = append(ps, w.FailurePolicy), append(hs, w.Name)
+			}
+			if err := add(&l.Items[i], ps, hs); err != nil {
+				return nil, err
+			}
+		}
+	case "MutatingWebhookConfiguration":
+		var l admissionregistrationv1.MutatingWebhookConfigurationList
+		if err := r.Client.List(ctx, &l); err != nil {
+			return nil, fmt.Errorf("listing mutating webhook configurations: %w", err)
+		}
+		for i := range l.Items {
+			var ps []*admissionregistrationv1.FailurePolicyType
+			var hs []string
+			for _, w := range l.Items[i].Webhooks {
+				ps, hs = append(ps, w.FailurePolicy), append(hs, w.Name)
+			}
+			if err := add(&l.Items[i], ps, hs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// Do takes the actions in order. A DELETE carries the UID and
+// resourceVersion just read as preconditions: an object changed or
+// re-created since is left for the next tick to read again.
+func (r *Runner) Do(ctx context.Context, actions []Action) error {
+	for _, a := range actions {
+		var err error
+		switch a.Type {
+		case ActionInhibit:
+			err = r.inhibit(ctx, a)
+		case ActionDelete:
+			err = r.delete(ctx, a)
+		}
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone, or changed since read: the next tick reads again
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) delete(ctx context.Context, a Action) error {
+	o := a.Object
+	// Unstructured, not metadata: the DELETE answers with the object, of
+	// a kind the scheme may not know.
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+	obj.SetNamespace(o.Namespace)
+	obj.SetName(o.Name)
+	uid, rv := typesUID(o.UID), o.ResourceVersion
+	prop := metav1.DeletionPropagation(a.Propagation)
+	err := r.Client.Delete(ctx, obj, &client.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+		PropagationPolicy: &prop,
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting %s: %w", o, err)
+	}
+	return err
+}
+
+func (r *Runner) inhibit(ctx context.Context, a Action) error {
+	ignore := admissionregistrationv1.Ignore
+	key := client.ObjectKey{Name: a.Object.Name}
+	var obj client.Object
+	switch a.Object.Kind {
+	case "ValidatingWebhookConfiguration":
+		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := r.Client.Get(ctx, key, c); err != nil {
+			return err
+		}
+		for i := range c.Webhooks {
+			if slices.Contains(a.Webhooks, c.Webhooks[i].Name) {
+				c.Webhooks[i].FailurePolicy = &ignore
+			}
+		}
+		obj = c
+	case "MutatingWebhookConfiguration":
+		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := r.Client.Get(ctx, key, c); err != nil {
+			return err
+		}
+		for i := range c.Webhooks {
+			if slices.Contains(a.Webhooks, c.Webhooks[i].Name) {
+				c.Webhooks[i].FailurePolicy = &ignore
+			}
+		}
+		obj = c
+	default:
+		return fmt.Errorf("cannot inhibit %s", a.Object)
+	}
+	if string(obj.GetUID()) != a.Object.UID {
+		return apierrors.NewConflict(schema.GroupResource{}, a.Object.Name, errors.New("re-created since read"))
+	}
+	// Update carries the resourceVersion read: optimistic locking.
+	if err := r.Client.Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return err
+		}
+		return fmt.Errorf("inhibiting %s: %w", a.Object, err)
+	}
+	return nil
+}
+
+// KeepName is the name of the ClusterLien that keeps a Teardown's
+// keepUntilDone objects.
+func KeepName(teardown string) string { return "teardown-" + teardown }
+
+// KeepLabel on that ClusterLien names its Teardown.
+const KeepLabel = "teardown.dev/teardown"
+
+// Keep makes sure the keepUntilDone objects are protected by a Defer
+// ClusterLien (held until Release deletes it) and reports whether the lien
+// controller holds it already. The markers on the objects are written by
+// the lien controller alone.
+func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.ClusterLienTarget) (bool, error) {
+	if len(keep) == 0 {
+		return true, nil
+	}
+	l := &v1alpha1.ClusterLien{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: KeepName(teardown)}, l)
+	if apierrors.IsNotFound(err) {
+		l = &v1alpha1.ClusterLien{
+			ObjectMeta: metav1.ObjectMeta{Name: KeepName(teardown), Labels: map[string]string{KeepLabel: teardown}},
+			Spec: v1alpha1.ClusterLienSpec{
+				Protect: keep,
+				Mode:    v1alpha1.LienModeDefer,
+				Reason:  "kept until Teardown " + teardown + " has finished",
+			},
+		}
+		if err := r.Client.Create(ctx, l); err != nil {
+			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, err)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading cluster lien %s: %w", KeepName(teardown), err)
+	}
+	if !l.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	if !slices.EqualFunc(l.Spec.Protect, keep, func(a, b v1alpha1.ClusterLienTarget) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+		l.Spec.Protect = keep
+		if err := r.Client.Update(ctx, l); err != nil {
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, err)
+		}
+		return false, nil
+	}
+	held := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHeld)
+	return held != nil && held.Status == metav1.ConditionTrue && l.Status.ObservedGeneration == l.Generation, nil
+}
+
+// Release deletes the keepUntilDone lien and reports whether it is gone,
+// that is whether the lien controller has let its objects go.
+func (r *Runner) Release(ctx context.Context, teardown string) (bool, error) {
+	l := &v1alpha1.ClusterLien{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: KeepName(teardown)}, l)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading cluster lien %s: %w", KeepName(teardown), err)
+	}
+	if l.DeletionTimestamp.IsZero() {
+		uid := l.UID
+		if err := r.Client.Delete(ctx, l, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, err)
+		}
+	}
+	return false, nil
+}
+
+// Run runs a plan to its end in this process, ticking every interval:
+// `teardown run` and SelfUninstall use it. progress, if set, sees the
+// status after every tick. It returns the final status; the plan failed
+// if its phase is Failed.
+func (r *Runner) Run(ctx context.Context, name string, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, interval time.Duration, progress func(v1alpha1.TeardownStatus)) (v1alpha1.TeardownStatus, error) {
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		held, err := r.Keep(ctx, name, spec.KeepUntilDone)
+		if err != nil {
+			return false, err
+		}
+		_ = held // protection is best effort from here: the plan is running
+		for {
+			res, err := r.Tick(ctx, spec, status)
+			if err != nil {
+				return false, err
+			}
+			status = res.Status
+			if progress != nil {
+				progress(status)
+			}
+			if status.Phase == v1alpha1.PhaseSucceeded || status.Phase == v1alpha1.PhaseFailed {
+				return true, nil
+			}
+			// A step that just finished: start the next one now.
+			if len(res.Actions) > 0 || Current(spec, &status) == res.Step {
+				return false, nil
+			}
+		}
+	})
+	if err != nil {
+		return status, err
+	}
+	if status.Phase == v1alpha1.PhaseSucceeded {
+		err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+			return r.Release(ctx, name)
+		})
+	}
+	return status, err
+}
+
+func typesUID(s string) types.UID { return types.UID(s) }
+
+func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
+
+func objectOf(m metav1.Object, gvk schema.GroupVersionKind) Object {
+	return Object{
+		APIVersion:      gvk.GroupVersion().String(),
+		Kind:            gvk.Kind,
+		Namespace:       m.GetNamespace(),
+		Name:            m.GetName(),
+		UID:             string(m.GetUID()),
+		ResourceVersion: m.GetResourceVersion(),
+		Deleting:        m.GetDeletionTimestamp() != nil,
+		Finalizers:      m.GetFinalizers(),
+	}
+}
+
+func conditionsOf(u *unstructured.Unstructured) map[string]string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	out := map[string]string{}
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := m["type"].(string)
+		s, _ := m["status"].(string)
+		out[t] = s
+	}
+	return out
+}
