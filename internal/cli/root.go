@@ -21,6 +21,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/local"
 	"github.com/teardown-dev/teardown/internal/cli/orphans"
 	"github.com/teardown-dev/teardown/internal/cli/plan"
+	"github.com/teardown-dev/teardown/internal/cli/run"
 	"github.com/teardown-dev/teardown/internal/cli/why"
 )
 
@@ -72,6 +73,7 @@ uninstalls run in order, and stuck deletions are explained.`,
 		why.NewCommand(flags, out),
 		orphans.NewCommand(flags, out),
 		plan.NewCommand(flags, out),
+		run.NewCommand(flags, out),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	markUsageErrors(root)

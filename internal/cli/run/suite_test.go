@@ -1,0 +1,51 @@
+//go:build integration
+
+package run_test
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/internal/manager"
+)
+
+var env *doctortest.Env
+
+func TestMain(m *testing.M) { doctortest.Main(m, &env) }
+
+var startOnce sync.Once
+
+// startTeardown installs teardown and runs its controllers in this process,
+// as the admin user the tests run as, once for the package.
+func startTeardown(t *testing.T) {
+	t.Helper()
+	var err error
+	startOnce.Do(func() {
+		ctrl.SetLogger(logr.Discard())
+		if err = install.Apply(context.Background(), env.Cfg, install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
+			return
+		}
+		var mgr ctrl.Manager
+		if mgr, err = manager.New(env.Cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0"}); err != nil {
+			return
+		}
+		go func() { _ = mgr.Start(context.Background()) }()
+		mgr.GetCache().WaitForCacheSync(context.Background())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func yamlToUnstructured(y string, u *unstructured.Unstructured) error {
+	return yaml.Unmarshal([]byte(y), &u.Object)
+}
