@@ -42,11 +42,19 @@ var (
 )
 
 // TestSoak runs SOAK_OPS random operations (default 40) with faults, for
-// at most SOAK_TIME (default 60s), from SOAK_SEED (0 or unset: the clock;
-// the seed is printed), then checks the invariants. The short default is
+// at most SOAK_TIME (default 60s), from SOAK_SEED (default 1; 0: from the
+// clock; the seed is printed), then checks the invariants. The short default is
 // part of `make test`; `make soak` runs the long one.
 func TestSoak(t *testing.T) {
-	seed := uint64(kit.Env("SOAK_SEED", 0))
+	// go test (make test) replays seed 1; SOAK_SEED=0 takes one from the clock.
+	seed := uint64(1)
+	if v := os.Getenv("SOAK_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SOAK_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano() % 1_000_000_000)
 	}
@@ -107,6 +115,9 @@ func TestSoak(t *testing.T) {
 	stopRecorder()
 	s.recorderWG.Wait()
 	violations = append(violations, CheckHistory(s.hist, s.lienFacts(), s.depFacts())...)
+	// The two convergence checks report a lasting violation twice: once is enough.
+	sortViolations(violations)
+	violations = slices.CompactFunc(violations, func(a, b Violation) bool { return a == b })
 	if s.recorderErr != nil {
 		t.Errorf("the recorder's watch failed, the history is incomplete: %v", s.recorderErr)
 	}
