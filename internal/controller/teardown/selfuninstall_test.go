@@ -1,0 +1,155 @@
+//go:build integration
+
+package teardown_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/teardown"
+)
+
+// workload creates the Deployment -> ReplicaSet -> Pod chain a running
+// operator has (made by hand: no deployment controller runs here).
+func workload(t *testing.T, ns, name string) (*appsv1.Deployment, *appsv1.ReplicaSet, *corev1.Pod) {
+	t.Helper()
+	dep := deployment(ns, name)
+	create(t, dep)
+	yes := true
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-5d9f", Labels: dep.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name, UID: dep.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: dep.Spec.Selector, Template: dep.Spec.Template},
+	}
+	create(t, rs)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-5d9f-x2x", Labels: dep.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
+		Spec: dep.Spec.Template.Spec,
+	}
+	create(t, pod)
+	return dep, rs, pod
+}
+
+// TestSelfUninstall: an operator embeds SelfUninstall. It finds its own
+// Deployment from its pod, holds it, and when the Deployment is deleted
+// (background propagation, as kubectl and Helm do) runs the plan while
+// its ReplicaSet and pod stay; then the Deployment goes and the garbage
+// collector takes the rest.
+func TestSelfUninstall(t *testing.T) {
+	ctx := context.Background()
+	gizmo := crd(t, "self.example.com", "Gizmo", "gizmos", apiextensionsv1.NamespaceScoped)
+	ns := namespace(t, "self-operator")
+	dep, rs, pod := workload(t, ns, "self-operator")
+	g := custom(gizmo, ns, "g1", nil, "self.example.com/cleanup")
+	create(t, g)
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &v1alpha1.Teardown{
+		ObjectMeta: metav1.ObjectMeta{Name: "self-operator"},
+		Spec: v1alpha1.TeardownSpec{Steps: []v1alpha1.TeardownStep{
+			{Name: "delete-gizmos", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "self.example.com/v1", Kind: "Gizmo", AllNamespaces: true, Selector: &metav1.LabelSelector{}}}},
+		}},
+	}
+	if err := teardown.SelfUninstall(mgr, plan, teardown.WithPod(ns, pod.Name), teardown.WithInterval(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mctx) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, 30*time.Second, "the operator to hold its Deployment", func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		err := k.Get(ctx, client.ObjectKeyFromObject(dep), d)
+		return err == nil && controllerutil.ContainsFinalizer(d, v1alpha1.TeardownFinalizer), err
+	})
+	deleteAll(t, dep)
+	eventually(t, 30*time.Second, "the plan to delete the gizmo", func(ctx context.Context) (bool, error) {
+		u := custom(gizmo, ns, "g1", nil)
+		err := k.Get(ctx, client.ObjectKeyFromObject(u), u)
+		return err == nil && u.GetDeletionTimestamp() != nil, err
+	})
+	// The operator still runs: its ReplicaSet and pod are there.
+	for _, o := range []client.Object{&appsv1.ReplicaSet{ObjectMeta: rs.ObjectMeta}, &corev1.Pod{ObjectMeta: pod.ObjectMeta}, &appsv1.Deployment{ObjectMeta: dep.ObjectMeta}} {
+		if ok, err := gone(ctx, o); ok || err != nil {
+			t.Fatalf("%s should still exist while the plan runs: %v", o.GetName(), err)
+		}
+	}
+	u := custom(gizmo, ns, "g1", nil)
+	if err := k.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+		t.Fatal(err)
+	}
+	u.SetFinalizers(nil)
+	if err := k.Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{dep, rs, pod} {
+		eventually(t, time.Minute, o.GetName()+" to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
+	}
+}
+
+// TestForegroundDeleteStopsTheOperator documents what a foreground delete
+// of the trigger does: the garbage collector deletes the Deployment's
+// ReplicaSet and pods at once, so the operator stops before its custom
+// resources are finalized; the plan waits (here it fails on its timeout),
+// and the Deployment itself stays until the plan finished. Uninstall with
+// background propagation, the default of kubectl and Helm.
+func TestForegroundDeleteStopsTheOperator(t *testing.T) {
+	ctx := context.Background()
+	thing := crd(t, "fg.example.com", "Thing", "things", apiextensionsv1.NamespaceScoped)
+	ns := namespace(t, "fg-operator")
+	dep, rs, pod := workload(t, ns, "fg-operator")
+	th := custom(thing, ns, "t1", nil, "fg.example.com/cleanup")
+	create(t, th)
+	plan := &v1alpha1.Teardown{
+		ObjectMeta: metav1.ObjectMeta{Name: "fg-operator"},
+		Spec: v1alpha1.TeardownSpec{
+			Trigger: &v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: dep.Name},
+			Steps: []v1alpha1.TeardownStep{
+				{Name: "delete-things", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "fg.example.com/v1", Kind: "Thing", Namespace: ns, Selector: &metav1.LabelSelector{}}}, Timeout: dur("5s")},
+			},
+		},
+	}
+	create(t, plan)
+	waitArmed(t, plan.Name)
+	fg := metav1.DeletePropagationForeground
+	if err := k.Delete(ctx, dep, &client.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{rs, pod} {
+		eventually(t, time.Minute, o.GetName()+" to be deleted by the garbage collector", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
+	}
+	td := waitPhase(t, plan.Name, v1alpha1.PhaseFailed, time.Minute)
+	if st := td.Status.Steps[0]; len(st.Pending) != 1 || st.Pending[0] != "Thing "+ns+"/t1" {
+		t.Errorf("pending %v, want the thing", st.Pending)
+	}
+	d := &appsv1.Deployment{}
+	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TeardownFinalizer) {
+		t.Fatalf("the Deployment should be kept by the failed plan: %v", err)
+	}
+	// Clean up: give up the plan.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(thing)
+	if err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "t1"}, u); err == nil {
+		u.SetFinalizers(nil)
+		_ = k.Update(ctx, u)
+	}
+	deleteAll(t, td)
+	eventually(t, time.Minute, "the Deployment to be gone once the Teardown was deleted", func(ctx context.Context) (bool, error) { return gone(ctx, dep) })
+}

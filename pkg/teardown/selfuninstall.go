@@ -1,0 +1,183 @@
+package teardown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// SelfOption changes SelfUninstall.
+type SelfOption func(*selfOptions)
+
+type selfOptions struct {
+	interval  time.Duration
+	namespace string
+	pod       string
+}
+
+// WithInterval sets how often the Deployment and the running plan are
+// checked (default 2s).
+func WithInterval(d time.Duration) SelfOption { return func(o *selfOptions) { o.interval = d } }
+
+// WithPod names the operator's own pod instead of the POD_NAMESPACE and
+// POD_NAME environment variables (set them from the downward API).
+func WithPod(namespace, name string) SelfOption {
+	return func(o *selfOptions) { o.namespace, o.pod = namespace, name }
+}
+
+// SelfUninstall makes an operator run plan when its own Deployment is
+// deleted: it finds the Deployment (POD_NAMESPACE/POD_NAME, then the pod's
+// controller chain ReplicaSet -> Deployment), protects plan's keepUntilDone
+// with a Defer ClusterLien, holds the finalizer teardown.dev/teardown on
+// the Deployment, and, once the Deployment is being deleted, runs the
+// steps in this process (only in the leader) before letting the
+// Deployment go. Delete the Deployment with background propagation (the
+// default of kubectl and Helm): its pods, and so the operator, keep
+// running until the plan finished. A failed plan keeps the finalizer and
+// is run again from its first step after a minute (steps are idempotent).
+//
+// The operator's service account needs: get on its pod and ReplicaSet,
+// get and patch on its Deployment, create, get and delete on
+// clusterliens.teardown.dev, and whatever its plan deletes or patches.
+func SelfUninstall(mgr manager.Manager, plan *v1alpha1.Teardown, opts ...SelfOption) error {
+	o := selfOptions{interval: 2 * time.Second, namespace: os.Getenv("POD_NAMESPACE"), pod: os.Getenv("POD_NAME")}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.namespace == "" || o.pod == "" {
+		return errors.New("self-uninstall needs the operator's pod: set POD_NAMESPACE and POD_NAME from the downward API")
+	}
+	if errs := Validate(&plan.Spec); len(errs) > 0 {
+		return fmt.Errorf("self-uninstall plan %s: %w", plan.Name, errs.ToAggregate())
+	}
+	c, err := NewClient(mgr.GetConfig(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	s := &self{c: c, r: &Runner{Client: c}, plan: plan.DeepCopy(), o: o}
+	return mgr.Add(manager.RunnableFunc(s.run))
+}
+
+type self struct {
+	c    client.Client
+	r    *Runner
+	plan *v1alpha1.Teardown
+	o    selfOptions
+}
+
+func (s *self) run(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("self-uninstall").WithValues("plan", s.plan.Name)
+	var dep *appsv1.Deployment
+	if err := wait.PollUntilContextCancel(ctx, s.o.interval, true, func(ctx context.Context) (bool, error) {
+		var err error
+		dep, err = s.arm(ctx)
+		if err != nil {
+			log.Error(err, "arming the self-uninstall plan")
+			return false, nil
+		}
+		return dep != nil, nil
+	}); err != nil {
+		return nil // stopped
+	}
+	log.Info("armed", "deployment", client.ObjectKeyFromObject(dep))
+	for {
+		// Wait for the Deployment's deletion.
+		if err := wait.PollUntilContextCancel(ctx, s.o.interval, true, func(ctx context.Context) (bool, error) {
+			err := s.c.Get(ctx, client.ObjectKeyFromObject(dep), dep)
+			return err == nil && !dep.DeletionTimestamp.IsZero(), nil
+		}); err != nil {
+			return nil
+		}
+		log.Info("the operator's Deployment is being deleted: running the plan")
+		status, err := s.r.Run(ctx, s.plan.Name, &s.plan.Spec, v1alpha1.TeardownStatus{}, s.o.interval, nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil && status.Phase == v1alpha1.PhaseSucceeded {
+			log.Info("plan succeeded: releasing the Deployment")
+			return s.release(ctx, dep)
+		}
+		log.Error(err, "plan did not succeed; the Deployment is kept, retrying in a minute", "step", status.CurrentStep)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// arm finds the operator's Deployment, protects keepUntilDone and holds
+// the finalizer; it returns the Deployment once all of that holds.
+func (s *self) arm(ctx context.Context) (*appsv1.Deployment, error) {
+	dep, err := s.ownDeployment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.r.Keep(ctx, s.plan.Name, s.plan.Spec.KeepUntilDone); err != nil {
+		return nil, err
+	}
+	if dep.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(dep, v1alpha1.TeardownFinalizer) {
+		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(dep, v1alpha1.TeardownFinalizer)
+		if err := s.c.Patch(ctx, dep, patch); err != nil {
+			return nil, fmt.Errorf("holding deployment %s/%s: %w", dep.Namespace, dep.Name, err)
+		}
+	}
+	return dep, nil
+}
+
+// ownDeployment follows the pod's controller references to its Deployment.
+func (s *self) ownDeployment(ctx context.Context) (*appsv1.Deployment, error) {
+	pod := &corev1.Pod{}
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.o.namespace, Name: s.o.pod}, pod); err != nil {
+		return nil, fmt.Errorf("reading the operator's pod %s/%s: %w", s.o.namespace, s.o.pod, err)
+	}
+	rsRef := metav1.GetControllerOf(pod)
+	if rsRef == nil || rsRef.Kind != "ReplicaSet" {
+		return nil, fmt.Errorf("pod %s/%s is not controlled by a ReplicaSet", pod.Namespace, pod.Name)
+	}
+	rs := &appsv1.ReplicaSet{}
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: rsRef.Name}, rs); err != nil {
+		return nil, fmt.Errorf("reading replica set %s/%s: %w", pod.Namespace, rsRef.Name, err)
+	}
+	depRef := metav1.GetControllerOf(rs)
+	if depRef == nil || depRef.Kind != "Deployment" {
+		return nil, fmt.Errorf("replica set %s/%s is not controlled by a Deployment", rs.Namespace, rs.Name)
+	}
+	dep := &appsv1.Deployment{}
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: depRef.Name}, dep); err != nil {
+		return nil, fmt.Errorf("reading deployment %s/%s: %w", rs.Namespace, depRef.Name, err)
+	}
+	if dep.UID != depRef.UID {
+		return nil, fmt.Errorf("deployment %s/%s was re-created: not this pod's", dep.Namespace, dep.Name)
+	}
+	return dep, nil
+}
+
+func (s *self) release(ctx context.Context, dep *appsv1.Deployment) error {
+	return wait.PollUntilContextCancel(ctx, s.o.interval, true, func(ctx context.Context) (bool, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return apierrors.IsNotFound(err), nil
+		}
+		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if !controllerutil.RemoveFinalizer(dep, v1alpha1.TeardownFinalizer) {
+			return true, nil
+		}
+		err := s.c.Patch(ctx, dep, patch)
+		return err == nil || apierrors.IsNotFound(err), nil
+	})
+}
