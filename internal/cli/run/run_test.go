@@ -154,7 +154,9 @@ spec:
 	if _, _, err := kubectlApply(ctx, planYAML); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Dynamic.Resource(teardownGVR).Delete(context.Background(), "run-resume", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(teardownGVR).Delete(context.Background(), "run-resume", metav1.DeleteOptions{})
+	})
 	// Armed: the trigger carries the finalizer.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "operator", metav1.GetOptions{})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/internal/install"
