@@ -386,20 +386,50 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 		}
 		protected = append(protected, s)
 	}
-	var releasedNS []string
+	// What to release: the objects the status says carry this lien, and
+	// those found carrying it now. Status alone is not enough: a controller
+	// killed between patching an object and recording it in status, or a
+	// status read from a stale cache, would leave the markers (and a
+	// Defer finalizer) behind for good.
+	carrying, err := r.carrying(ctx, o, entry.Lien)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{}
+	var candidates []v1alpha1.ObjectStatus
+	live := map[string]*metav1.PartialObjectMetadata{}
 	for _, prev := range o.status().Protected {
-		if want[statusKey(prev)] {
+		if !want[statusKey(prev)] && !seen[statusKey(prev)] {
+			seen[statusKey(prev)] = true
+			candidates = append(candidates, prev)
+		}
+	}
+	for i := range carrying {
+		obj := &carrying[i]
+		s := v1alpha1.ObjectStatus{APIVersion: obj.APIVersion, Kind: obj.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: string(obj.UID), State: v1alpha1.StateProtected}
+		k := statusKey(s)
+		if want[k] {
 			continue
 		}
-		if prev.State == v1alpha1.StateReleased {
+		live[k] = obj
+		if !seen[k] {
+			seen[k] = true
+			candidates = append(candidates, s)
+		}
+	}
+	var releasedNS []string
+	for _, prev := range candidates {
+		obj, carries := live[statusKey(prev)]
+		if prev.State == v1alpha1.StateReleased && !carries {
 			if !held {
 				protected = append(protected, prev) // released before: keep saying so
 			}
 			continue
 		}
-		obj, err := r.getStatusObject(ctx, prev)
-		if err != nil {
-			return nil, nil, err
+		if !carries {
+			if obj, err = r.getStatusObject(ctx, prev); err != nil {
+				return nil, nil, err
+			}
 		}
 		if obj != nil {
 			if err := r.patchMarkers(ctx, obj, func(m *metav1.PartialObjectMetadata) (bool, error) { return lien.Remove(m, entry.Lien) }); err != nil {
@@ -418,6 +448,39 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 	}
 	slices.SortFunc(protected, func(a, b v1alpha1.ObjectStatus) int { return strings.Compare(statusKey(a), statusKey(b)) })
 	return protected, slices.Compact(releasedNS), nil
+}
+
+// carrying lists, live, the objects of the kinds this lien protects that
+// carry its entry, found by the lien label (server-side) and the annotation.
+func (r *Reconciler) carrying(ctx context.Context, o object, key string) ([]metav1.PartialObjectMetadata, error) {
+	protect, _, _, _ := o.spec()
+	done := map[resolved]bool{}
+	var out []metav1.PartialObjectMetadata
+	for _, x := range protect {
+		res, msg := r.resolve(o, x)
+		if msg != "" || done[res] {
+			continue
+		}
+		done[res] = true
+		list := metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(res.gvk.GroupVersion().WithKind(res.gvk.Kind + "List"))
+		opts := []client.ListOption{client.HasLabels{lien.Label}}
+		if res.namespace != "" {
+			opts = append(opts, client.InNamespace(res.namespace))
+		}
+		if err := r.APIReader.List(ctx, &list, opts...); err != nil {
+			return nil, fmt.Errorf("listing %s that carry lien markers: %w", res.gvk.Kind, err)
+		}
+		for i := range list.Items {
+			obj := list.Items[i]
+			if has, err := lien.Has(&obj, key); err != nil || !has {
+				continue // unparseable markers are left alone
+			}
+			obj.SetGroupVersionKind(res.gvk)
+			out = append(out, obj)
+		}
+	}
+	return out, nil
 }
 
 // getStatusObject reads, live, the object a status entry names, if it still

@@ -538,3 +538,52 @@ func TestTargetsFollowTheCluster(t *testing.T) {
 	}
 	waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved)
 }
+
+// TestReleaseDoesNotTrustStatusAlone: the controller was killed after
+// marking an object and before recording it in status. Deleting the lien
+// while it is down must still take the markers, and the Defer finalizer,
+// off that object once it is back (found by the soak, seed 20261202).
+func TestReleaseDoesNotTrustStatusAlone(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "stale")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deferred"}}
+	if err := k.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-deferred"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "deferred"}},
+			Mode:    v1alpha1.LienModeDefer,
+			Reason:  "r",
+		},
+	}
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, cm, lien.LabelDefer)
+	waitCondition(t, l, &l.Status, v1alpha1.ConditionHeld, metav1.ConditionTrue, v1alpha1.ReasonHeld)
+
+	stopController()
+	l.Status.Protected = nil // what a status write lost to a SIGKILL looks like
+	if err := k.Status().Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := startController(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Lien to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, l) })
+	if err := k.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels[lien.Label] != "" || cm.Annotations[lien.Annotation] != "" || len(cm.Finalizers) != 0 {
+		t.Fatalf("markers left behind: labels %v annotations %v finalizers %v", cm.Labels, cm.Annotations, cm.Finalizers)
+	}
+	if err := k.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the ConfigMap to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, cm) })
+}
