@@ -274,7 +274,8 @@ func CheckFinal(live []Live, deps []DependentFact) []Violation {
 				}
 			}
 		}
-		if o.Deleting && !slices.Contains(o.Finalizers, BlockFinalizer) && !(o.Kind == "Namespace" && blockedNS[o.Name]) {
+		deliberate := slices.Contains(o.Finalizers, BlockFinalizer) || (o.Kind == "Namespace" && blockedNS[o.Name])
+		if o.Deleting && !deliberate {
 			out = append(out, Violation{"hang", fmt.Sprintf("%s is still Terminating (finalizers %v)", o, o.Finalizers)})
 		}
 		for _, f := range o.Finalizers {

@@ -63,7 +63,7 @@ func StartWebhook() (*Webhook, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/validate", serveValidate)
-	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
 	go func() { _ = srv.ServeTLS(l, "", "") }()
 	return &Webhook{
 		URL:      fmt.Sprintf("https://%s/validate", l.Addr()),
