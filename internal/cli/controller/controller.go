@@ -19,6 +19,8 @@ import (
 func NewCommand(flags *genericclioptions.ConfigFlags) *cobra.Command {
 	o := manager.Options{}
 	zapOpts := zap.Options{}
+	var qps float32
+	var burst int
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run teardown's controllers (liens, cross-scope dependents, teardown plans)",
@@ -29,6 +31,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg.QPS, cfg.Burst = qps, burst
 			mgr, err := manager.New(cfg, o)
 			if err != nil {
 				return err
@@ -41,6 +44,8 @@ func NewCommand(flags *genericclioptions.ConfigFlags) *cobra.Command {
 		ns = "teardown-system"
 	}
 	cmd.Flags().StringSliceVar(&o.Disabled, "disable-controllers", nil, "controllers not to run")
+	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "queries per second to kube-apiserver, as kube-controller-manager's flag of the same name")
+	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "burst of queries to kube-apiserver")
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" turns it off)`)
 	cmd.Flags().StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica by a Lease")
