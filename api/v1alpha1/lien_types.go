@@ -145,15 +145,15 @@ type ClusterLienSpec struct {
 type ObjectState string
 
 const (
-	// StateProtected: the object carries this lien.
+	// StateProtected means the object carries this lien.
 	StateProtected ObjectState = "Protected"
-	// StateReleased: the lien was taken off the object.
+	// StateReleased means the lien was taken off the object.
 	StateReleased ObjectState = "Released"
-	// StateMissing: a named object does not exist.
+	// StateMissing means a named object does not exist.
 	StateMissing ObjectState = "Missing"
-	// StateHolding: a holder that exists and holds the lien.
+	// StateHolding means a holder that exists and holds the lien.
 	StateHolding ObjectState = "Holding"
-	// StateGone: a holder that existed and is gone (by UID).
+	// StateGone means a holder that existed and is gone (by UID).
 	StateGone ObjectState = "Gone"
 )
 

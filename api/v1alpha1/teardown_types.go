@@ -35,6 +35,7 @@ const (
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
 type TeardownPhase string
 
+// The phases of a Teardown.
 const (
 	PhasePending   TeardownPhase = "Pending"
 	PhaseRunning   TeardownPhase = "Running"
@@ -70,6 +71,7 @@ const (
 // +kubebuilder:validation:Enum=Background;Foreground;Orphan
 type PropagationPolicy string
 
+// The propagation policies of a delete step, as in DeleteOptions.
 const (
 	PropagationBackground PropagationPolicy = "Background"
 	PropagationForeground PropagationPolicy = "Foreground"
@@ -262,12 +264,13 @@ type TeardownSpec struct {
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;TimedOut
 type StepState string
 
+// The states of a step.
 const (
 	StepPending   StepState = "Pending"
 	StepRunning   StepState = "Running"
 	StepSucceeded StepState = "Succeeded"
 	StepFailed    StepState = "Failed"
-	// StepTimedOut: the timeout passed and onTimeout was Continue.
+	// StepTimedOut means the timeout passed and onTimeout was Continue.
 	StepTimedOut StepState = "TimedOut"
 )
 

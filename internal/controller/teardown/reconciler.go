@@ -188,7 +188,7 @@ func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string
 	if err := r.Live.Status().Update(ctx, t); err != nil {
 		return conflict(err)
 	}
-	return reconcile.Result{Requeue: true}, nil
+	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
 }
 
 // run ticks the plan once and stores the status.
@@ -231,7 +231,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		}
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("every step finished (%d)", len(t.Spec.Steps)))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger and keepUntilDone released")
-		requeue = reconcile.Result{Requeue: true}
+		requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
 	case v1alpha1.PhaseFailed:
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonFailed, failedMessage(t))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Run", "%s", failedMessage(t))
@@ -244,7 +244,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		}
 		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
 		if len(res.Actions) > 0 || teardown.Current(&t.Spec, &t.Status) != res.Step {
-			requeue = reconcile.Result{Requeue: true}
+			requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
 		}
 	}
 	if err := r.Live.Status().Update(ctx, t); err != nil {
@@ -271,7 +271,7 @@ func (r *Reconciler) resume(ctx context.Context, t *v1alpha1.Teardown, from stri
 	if err := r.Live.Patch(ctx, t, patch); err != nil {
 		return conflict(err)
 	}
-	return reconcile.Result{Requeue: true}, nil
+	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
 }
 
 // disarm lets the trigger and keepUntilDone go without running the plan:
@@ -416,7 +416,7 @@ func eventType(s v1alpha1.StepState) string {
 // newer object.
 func conflict(err error) (reconcile.Result, error) {
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
 	}
 	return reconcile.Result{}, err
 }
