@@ -77,7 +77,7 @@ func NewEnv(cfg *rest.Config, out io.Writer) (*Env, error) {
 }
 
 // Scenarios are the problems the demo replays, in order.
-var Scenarios = []Scenario{namespaceOrphansClusterScoped, crossScopeOwners, whyStuckNamespace}
+var Scenarios = []Scenario{namespaceOrphansClusterScoped, operatorUninstall, crossScopeOwners, whyStuckNamespace}
 
 // Lookup returns the scenario with the given name, or nil.
 func Lookup(name string) *Scenario {
@@ -117,32 +117,9 @@ func (e *Env) say(format string, args ...any) {
 
 var fooGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "foos"}
 
-// fooCRD is the custom resource of the Helm-based operator in the scenarios.
-var fooCRD = &apiextensionsv1.CustomResourceDefinition{
-	ObjectMeta: metav1.ObjectMeta{Name: "foos.example.com"},
-	Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-		Group: "example.com",
-		Scope: apiextensionsv1.NamespaceScoped,
-		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "foos", Singular: "foo", Kind: "Foo", ListKind: "FooList"},
-		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-			Name: "v1", Served: true, Storage: true,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object", XPreserveUnknownFields: new(true),
-			}},
-		}},
-	},
-}
-
 // ensureFooCRD installs the Foo CRD and waits until it serves.
 func (e *Env) ensureFooCRD(ctx context.Context) error {
-	_, err := e.Extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, fooCRD, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating CRD %s: %w", fooCRD.Name, err)
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := e.Dynamic.Resource(fooGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	})
+	return e.ensureCRD(ctx, crdFor(fooGVR, "Foo", apiextensionsv1.NamespaceScoped), fooGVR)
 }
 
 // deleteNamespace deletes ns as `kubectl delete namespace` does and waits

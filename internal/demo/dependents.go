@@ -24,13 +24,13 @@ var (
 	nadGVR   = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
 )
 
-// crdFor is a schemaless namespaced CRD standing in for an operator's own.
-func crdFor(gvr schema.GroupVersionResource, kind string) *apiextensionsv1.CustomResourceDefinition {
+// crdFor is a schemaless CRD standing in for an operator's own.
+func crdFor(gvr schema.GroupVersionResource, kind string, scope apiextensionsv1.ResourceScope) *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: gvr.Resource + "." + gvr.Group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: gvr.Group,
-			Scope: apiextensionsv1.NamespaceScoped,
+			Scope: scope,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: gvr.Resource, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: gvr.Version, Served: true, Storage: true,
@@ -40,17 +40,6 @@ func crdFor(gvr schema.GroupVersionResource, kind string) *apiextensionsv1.Custo
 			}},
 		},
 	}
-}
-
-func (e *Env) ensureCRD(ctx context.Context, gvr schema.GroupVersionResource, kind string) error {
-	crd := crdFor(gvr, kind)
-	if _, err := e.Extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := e.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	})
 }
 
 // sriovObjects is what the operator renders for one SriovNetwork: a
@@ -162,10 +151,10 @@ var crossScopeOwners = Scenario{
 	Title: "An operator's CR cannot own objects in other namespaces or at cluster scope (sriov)",
 	Run: func(ctx context.Context, e *Env) (Outcome, error) {
 		s := sriovObjects{opNS: "sriov-network-operator", name: "intel-net", targets: []string{"tenant-a", "tenant-b"}, role: "sriov-intel-net-user"}
-		if err := e.ensureCRD(ctx, sriovGVR, "SriovNetwork"); err != nil {
+		if err := e.ensureCRD(ctx, crdFor(sriovGVR, "SriovNetwork", apiextensionsv1.NamespaceScoped), sriovGVR); err != nil {
 			return Outcome{}, err
 		}
-		if err := e.ensureCRD(ctx, nadGVR, "NetworkAttachmentDefinition"); err != nil {
+		if err := e.ensureCRD(ctx, crdFor(nadGVR, "NetworkAttachmentDefinition", apiextensionsv1.NamespaceScoped), nadGVR); err != nil {
 			return Outcome{}, err
 		}
 		for _, ns := range append([]string{s.opNS}, s.targets...) {
