@@ -209,6 +209,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	t.Status = res.Status
 	for i, st := range t.Status.Steps {
 		if i < len(prev.Steps) && prev.Steps[i].State != st.State && st.State != v1alpha1.StepRunning {
+			observeStep(st)
 			r.Recorder.Eventf(t, nil, eventType(st.State), "Step"+string(st.State), "Run", "step %s: %s", st.Name, st.Message)
 		}
 	}
