@@ -32,6 +32,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -93,19 +94,11 @@ func startController() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "controller manager:", err)
-		}
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return fmt.Errorf("caches did not sync")
+	s, err := testenv.StartManager(mgr)
+	if err != nil {
+		return err
 	}
-	stop = func() { cancel(); <-done }
+	stop = s
 	return nil
 }
 
@@ -117,12 +110,7 @@ func stopController() {
 }
 
 // eventually polls cond every 100ms for up to timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
+var eventually = testenv.Eventually
 
 // gone reports whether obj no longer exists.
 func gone(ctx context.Context, obj client.Object) (bool, error) {
