@@ -33,7 +33,9 @@ func Main(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root.SetArgs(args[1:])
 	err := execute(ctx, root)
 	if err != nil && !errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprintf(errOut, "%s: %s\n", root.DisplayName(), oneLine(err))
+		// Errors are one line (cmdutil.Connect folds transport errors); a
+		// failed control-plane start keeps its component logs below.
+		fmt.Fprintf(errOut, "%s: %s\n", root.DisplayName(), strings.TrimRight(err.Error(), "\n"))
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return cmdutil.ExitOK
@@ -129,10 +131,4 @@ func verbs(cmd *cobra.Command) string {
 		}
 	}
 	return strings.Join(names, ", ")
-}
-
-// oneLine folds a multi-line error onto its first line unless the rest is
-// worth reading (component logs after a failed start keep their lines).
-func oneLine(err error) string {
-	return strings.TrimRight(err.Error(), "\n")
 }

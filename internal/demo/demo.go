@@ -55,8 +55,6 @@ type Env struct {
 	Extensions apiextensions.Interface
 	out        io.Writer
 	step       int
-
-	teardownStarted bool
 }
 
 // NewEnv connects the clients a scenario uses.

@@ -18,17 +18,14 @@ import (
 
 // StartTeardown installs teardown into the cluster and runs its controller
 // manager in this process until ctx ends; the "with teardown" half of each
-// scenario runs after it. Calling it again does nothing.
+// scenario runs after it. Calling it again, from any Env of the same
+// cluster, does nothing.
 func (e *Env) StartTeardown(ctx context.Context) error {
-	if e.teardownStarted {
-		return nil
-	}
 	// One controller manager per cluster and process: Envs made for the
 	// same cluster (tests make several) share it.
 	running.Lock()
 	defer running.Unlock()
 	if running.hosts[e.Config.Host] {
-		e.teardownStarted = true
 		return nil
 	}
 	ctrl.SetLogger(logr.Discard()) // the demo prints its own story
@@ -55,7 +52,6 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 			return errors.New("starting teardown's controllers: caches did not sync")
 		}
 	}
-	e.teardownStarted = true
 	running.hosts[e.Config.Host] = true
 	return nil
 }

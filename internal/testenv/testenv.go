@@ -7,13 +7,71 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/localcluster"
 )
+
+// Scheme knows the built-in kinds, teardown's, and CRDs (the suites
+// install their own test CRDs).
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// Main is a controller suite's TestMain: it starts the package's one local
+// control plane, installs teardown (trusting the admin user that in-process
+// controllers run as, as install trusts an in-cluster controller), calls
+// start with the admin configuration, runs the tests, then calls stop and
+// stops the control plane. TEARDOWN_TEST_LOG=1 shows the controllers' log.
+func Main(m *testing.M, start func(cfg *rest.Config) error, stop func()) {
+	logTo := io.Discard
+	if os.Getenv("TEARDOWN_TEST_LOG") != "" {
+		logTo = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logTo), zap.UseDevMode(true)))
+	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		cfg := c.RESTConfig()
+		if err := install.Apply(context.Background(), cfg, install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
+			fmt.Fprintln(os.Stderr, "installing teardown:", err)
+			return 1
+		}
+		if err := start(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer stop()
+		return m.Run()
+	}()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // StartManager runs mgr until stop is called, returning once its caches
 // have synced. stop waits for the manager to end.

@@ -64,3 +64,11 @@ func ExitCode(err error) int {
 		return ExitFinding
 	}
 }
+
+// Plural counts n things: "1 orphan found", "3 orphans found".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -53,19 +53,12 @@ namespace, or in all namespaces with -A. Exit code 1 when something is found.`,
 
 // Run gathers, audits and renders.
 func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags, out io.Writer) error {
-	cfg, err := cmdutil.Connect(ctx, flags)
+	clients, ns, err := resource.Connect(ctx, flags)
 	if err != nil {
 		return err
 	}
-	ns := ""
-	if !o.AllNamespaces {
-		if ns, _, err = flags.ToRawKubeConfigLoader().Namespace(); err != nil {
-			return cmdutil.Usagef("reading the namespace: %w", err)
-		}
-	}
-	clients, err := resource.NewClients(cfg)
-	if err != nil {
-		return err
+	if o.AllNamespaces {
+		ns = ""
 	}
 	facts, err := Gather(ctx, clients, ns, time.Now())
 	if err != nil {
@@ -81,7 +74,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 		return fmt.Errorf("writing the answer: %w", err)
 	}
 	if len(found) > 0 {
-		return &cmdutil.FindingError{Summary: plural(len(found), "orphan found", "orphans found")}
+		return &cmdutil.FindingError{Summary: cmdutil.Plural(len(found), "orphan found", "orphans found")}
 	}
 	return nil
 }

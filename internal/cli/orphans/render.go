@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 )
 
 var titles = map[string]string{
@@ -20,7 +22,7 @@ func Render(w io.Writer, orphans []Orphan) error {
 	if len(orphans) == 0 {
 		b.WriteString("no orphans found\n")
 	} else {
-		fmt.Fprintf(&b, "%s found\n", plural(len(orphans), "orphan", "orphans"))
+		fmt.Fprintf(&b, "%s found\n", cmdutil.Plural(len(orphans), "orphan", "orphans"))
 	}
 	last := ""
 	for _, o := range orphans {
@@ -53,11 +55,4 @@ func RenderJSON(w io.Writer, orphans []Orphan) error {
 	return enc.Encode(struct {
 		Orphans []Orphan `json:"orphans"`
 	}{orphans})
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -79,15 +79,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 	if err != nil {
 		return err
 	}
-	cfg, err := cmdutil.Connect(ctx, flags)
-	if err != nil {
-		return err
-	}
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return cmdutil.Usagef("reading the namespace: %w", err)
-	}
-	clients, err := resource.NewClients(cfg)
+	clients, ns, err := resource.Connect(ctx, flags)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package resource
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -11,6 +13,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 )
 
 // Clients are the clients the doctor's verbs read through. Discovery is
@@ -54,4 +58,23 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	cached := memory.NewMemCacheClient(disc)
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
 	return &Clients{Kube: kube, Dynamic: dyn, Metadata: md, Discovery: cached, Mapper: mapper}, nil
+}
+
+// Connect reaches the cluster of kubectl's flags (exit code 3 when it
+// cannot) and returns the clients and the namespace that -n or the
+// kubeconfig's context names.
+func Connect(ctx context.Context, flags *genericclioptions.ConfigFlags) (*Clients, string, error) {
+	cfg, err := cmdutil.Connect(ctx, flags)
+	if err != nil {
+		return nil, "", err
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", cmdutil.Usagef("reading the namespace: %w", err)
+	}
+	clients, err := NewClients(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return clients, ns, nil
 }

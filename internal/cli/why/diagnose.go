@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
 )
@@ -107,22 +108,15 @@ func Diagnose(f *Facts) Diagnosis {
 	n := d.Blocking()
 	switch {
 	case d.Deleting && n > 0:
-		d.Summary = fmt.Sprintf("%s is being deleted since %s and held by %s", d.Target, d.Since, plural(n, "finding", "findings"))
+		d.Summary = fmt.Sprintf("%s is being deleted since %s and held by %s", d.Target, d.Since, cmdutil.Plural(n, "finding", "findings"))
 	case d.Deleting:
 		d.Summary = fmt.Sprintf("%s is being deleted since %s; nothing found that holds it", d.Target, d.Since)
 	case n > 0:
-		d.Summary = fmt.Sprintf("%s is not being deleted; a deletion would be held by %s", d.Target, plural(n, "finding", "findings"))
+		d.Summary = fmt.Sprintf("%s is not being deleted; a deletion would be held by %s", d.Target, cmdutil.Plural(n, "finding", "findings"))
 	default:
 		d.Summary = fmt.Sprintf("%s is not being deleted; nothing found that would hold its deletion", d.Target)
 	}
 	return d
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 type objectRef struct {
@@ -327,7 +321,7 @@ func foregroundFinding(f *Facts, uid types.UID) *Finding {
 	}
 	return &Finding{
 		Kind: "Dependents", Blocking: true,
-		Title:  fmt.Sprintf("foreground deletion waits for %s with blockOwnerDeletion", plural(len(waiting), "dependent", "dependents")),
+		Title:  fmt.Sprintf("foreground deletion waits for %s with blockOwnerDeletion", cmdutil.Plural(len(waiting), "dependent", "dependents")),
 		Facts:  []Fact{{"dependents", names(waiting)}},
 		Advice: []string{"run `teardown why` on each dependent: the owner goes once they are gone"},
 	}
@@ -438,7 +432,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		}
 		sort.Strings(gvs)
 		out = append(out, Finding{Kind: "Discovery", Blocking: true,
-			Title:  "discovery fails for " + plural(len(gvs), "API group", "API groups"),
+			Title:  "discovery fails for " + cmdutil.Plural(len(gvs), "API group", "API groups"),
 			Facts:  []Fact{{"failing", strings.Join(gvs, "; ")}},
 			Advice: []string{"the namespace controller needs every API to answer; see the APIService findings"},
 		})
@@ -512,7 +506,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		if !deleting {
 			verb = "would be deleted first"
 		}
-		fd.Title = fmt.Sprintf("%s of %s %s in the namespace", plural(len(f.Content), "object", "objects"), plural(len(kinds), "kind", "kinds"), verb)
+		fd.Title = fmt.Sprintf("%s of %s %s in the namespace", cmdutil.Plural(len(f.Content), "object", "objects"), cmdutil.Plural(len(kinds), "kind", "kinds"), verb)
 		if deleting {
 			fd.Advice = []string{"each group's reason is explained below; the namespace goes once they are gone"}
 		}
@@ -591,7 +585,7 @@ func helmLeftovers(f *Facts, ns string) []Finding {
 	var out []Finding
 	for _, rel := range releases {
 		fd := Finding{Kind: "HelmLeftovers",
-			Title: fmt.Sprintf("Helm release %s/%s installed %s outside the namespace: the namespace's deletion does not remove them", ns, rel, plural(len(byRelease[rel]), "object", "objects")),
+			Title: fmt.Sprintf("Helm release %s/%s installed %s outside the namespace: the namespace's deletion does not remove them", ns, rel, cmdutil.Plural(len(byRelease[rel]), "object", "objects")),
 			Facts: []Fact{{"objects", names(byRelease[rel])}},
 		}
 		if records[rel] {

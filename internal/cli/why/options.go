@@ -54,15 +54,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 	if err != nil {
 		return err
 	}
-	cfg, err := cmdutil.Connect(ctx, flags)
-	if err != nil {
-		return err
-	}
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return cmdutil.Usagef("reading the namespace: %w", err)
-	}
-	clients, err := resource.NewClients(cfg)
+	clients, ns, err := resource.Connect(ctx, flags)
 	if err != nil {
 		return err
 	}
@@ -84,7 +76,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 		return fmt.Errorf("writing the answer: %w", err)
 	}
 	if n := d.Blocking(); n > 0 {
-		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %s", target.Ref(), plural(n, "finding holds its deletion", "findings hold its deletion"))}
+		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %s", target.Ref(), cmdutil.Plural(n, "finding holds its deletion", "findings hold its deletion"))}
 	}
 	return nil
 }
