@@ -1,0 +1,71 @@
+// Package rights explains a request the API server refused teardown's
+// controller: it asks kube-apiserver (SelfSubjectAccessReview) whether the
+// controller's own user holds the right, so that a condition or event can
+// name the missing verb and resource, or say that admission, not RBAC,
+// refused it.
+package rights
+
+import (
+	"context"
+	"fmt"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Aggregate is the label of the ClusterRoles whose rules teardown's
+// controller role aggregates.
+const Aggregate = "teardown.dev/aggregate-to-controller"
+
+// Request is one API request of the controller.
+type Request struct {
+	Verb      string
+	Resource  schema.GroupResource
+	Namespace string // empty: cluster-wide
+	Name      string
+}
+
+// Allowed asks kube-apiserver whether the controller's user may make req.
+func Allowed(ctx context.Context, c client.Client, req Request) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb:      req.Verb,
+			Group:     req.Resource.Group,
+			Resource:  req.Resource.Resource,
+			Namespace: req.Namespace,
+			Name:      req.Name,
+		},
+	}}
+	if err := c.Create(ctx, review); err != nil {
+		return false, fmt.Errorf("asking whether teardown may %s %s: %w", req.Verb, req.Resource, err)
+	}
+	return review.Status.Allowed, nil
+}
+
+// Missing says which right the controller lacks and how to grant it.
+func Missing(req Request) string {
+	where := "cluster-wide"
+	if req.Namespace != "" {
+		where = "in namespace " + req.Namespace
+	}
+	return fmt.Sprintf("teardown's controller may not %s %s %s: grant verb %s on resource %s (group %q) with a ClusterRole labelled %s=true",
+		req.Verb, req.Resource.Resource, where, req.Verb, req.Resource.Resource, req.Resource.Group, Aggregate)
+}
+
+// Explain tells why the API server refused req with err (a Forbidden):
+// missing is true, and the message names the verb and resource, when RBAC
+// denies the controller the right; otherwise admission refused it and the
+// message carries the API server's own words. If the review itself fails,
+// the refusal is reported as it came.
+func Explain(ctx context.Context, c client.Client, req Request, err error) (missing bool, message string) {
+	allowed, rerr := Allowed(ctx, c, req)
+	switch {
+	case rerr != nil:
+		return false, fmt.Sprintf("the API server refused teardown's controller: %v (%v)", err, rerr)
+	case !allowed:
+		return true, Missing(req)
+	default:
+		return false, fmt.Sprintf("admission refused teardown's controller to %s %s: %v", req.Verb, req.Resource.Resource, err)
+	}
+}
