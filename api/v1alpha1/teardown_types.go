@@ -29,6 +29,12 @@ const (
 	ReasonRunning        = "Running"
 	ReasonSucceeded      = "Succeeded"
 	ReasonFailed         = "Failed"
+	// ReasonMissingPermission (on Armed or Running): RBAC denies the
+	// controller a request the plan needs; the message names the verb and
+	// resource. ReasonAdmissionDenied: RBAC allows it, admission refused it.
+	// The plan waits and retries; nothing after the refused request runs.
+	ReasonMissingPermission = "MissingPermission"
+	ReasonAdmissionDenied   = "AdmissionDenied"
 )
 
 // TeardownPhase is where a plan stands.

@@ -42,6 +42,30 @@ type InvalidStepError struct {
 func (e *InvalidStepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *InvalidStepError) Unwrap() error { return e.Err }
 
+// RefusedError is a request of the plan the API server refused
+// (Forbidden): RBAC denies the runner's user a right, or admission refused
+// it. It names the request, so that the caller can say which right is
+// missing (internal/rights) instead of retrying in silence.
+type RefusedError struct {
+	Verb      string
+	GVK       schema.GroupVersionKind
+	Namespace string // empty: cluster-wide
+	Name      string // empty: a list
+	Err       error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Refused wraps err in a RefusedError when it is a Forbidden, else
+// returns it as it is.
+func Refused(err error, verb string, gvk schema.GroupVersionKind, namespace, name string) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	return &RefusedError{Verb: verb, GVK: gvk, Namespace: namespace, Name: name, Err: err}
+}
+
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -180,7 +204,7 @@ func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schem
 func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.GroupVersionKind, sel v1alpha1.Selection, opts []client.ListOption) error {
 	if sel.Name == "" {
 		if err := r.Client.List(ctx, l, opts...); err != nil {
-			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+			return fmt.Errorf("listing %s: %w", gvk.Kind, Refused(err, "list", gvk, sel.Namespace, ""))
 		}
 		return nil
 	}
@@ -200,7 +224,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, err)
+		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, Refused(err, "get", gvk, sel.Namespace, sel.Name))
 	}
 	switch l := l.(type) {
 	case *unstructured.UnstructuredList:
@@ -250,7 +274,7 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 	case "ValidatingWebhookConfiguration":
 		var l admissionregistrationv1.ValidatingWebhookConfigurationList
 		if err := r.Client.List(ctx, &l); err != nil {
-			return nil, fmt.Errorf("listing validating webhook configurations: %w", err)
+			return nil, fmt.Errorf("listing validating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
 		}
 		for i := range l.Items {
 			var ps []*admissionregistrationv1.FailurePolicyType
@@ -265,7 +289,7 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 	case "MutatingWebhookConfiguration":
 		var l admissionregistrationv1.MutatingWebhookConfigurationList
 		if err := r.Client.List(ctx, &l); err != nil {
-			return nil, fmt.Errorf("listing mutating webhook configurations: %w", err)
+			return nil, fmt.Errorf("listing mutating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
 		}
 		for i := range l.Items {
 			var ps []*admissionregistrationv1.FailurePolicyType
@@ -318,7 +342,7 @@ func (r *Runner) delete(ctx context.Context, a Action) error {
 		PropagationPolicy: &prop,
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %s: %w", o, err)
+		return fmt.Errorf("deleting %s: %w", o, Refused(err, "delete", obj.GroupVersionKind(), o.Namespace, o.Name))
 	}
 	return err
 }
@@ -361,7 +385,8 @@ func (r *Runner) inhibit(ctx context.Context, a Action) error {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return err
 		}
-		return fmt.Errorf("inhibiting %s: %w", a.Object, err)
+		gvk := schema.FromAPIVersionAndKind(a.Object.APIVersion, a.Object.Kind)
+		return fmt.Errorf("inhibiting %s: %w", a.Object, Refused(err, "update", gvk, "", a.Object.Name))
 	}
 	return nil
 }
@@ -369,6 +394,8 @@ func (r *Runner) inhibit(ctx context.Context, a Action) error {
 // KeepName is the name of the ClusterLien that keeps a Teardown's
 // keepUntilDone objects.
 func KeepName(teardown string) string { return "teardown-" + teardown }
+
+var clusterLienKind = v1alpha1.GroupVersion.WithKind("ClusterLien")
 
 // KeepLabel on that ClusterLien names its Teardown.
 const KeepLabel = "teardown.dev/teardown"
@@ -393,7 +420,7 @@ func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.Clus
 			},
 		}
 		if err := r.Client.Create(ctx, l); err != nil {
-			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, err)
+			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, Refused(err, "create", clusterLienKind, "", ""))
 		}
 		return false, nil
 	}
@@ -406,7 +433,7 @@ func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.Clus
 	if !slices.EqualFunc(l.Spec.Protect, keep, func(a, b v1alpha1.ClusterLienTarget) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
 		l.Spec.Protect = keep
 		if err := r.Client.Update(ctx, l); err != nil {
-			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, err)
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
 		}
 		return false, nil
 	}
@@ -428,7 +455,7 @@ func (r *Runner) Release(ctx context.Context, teardown string) (bool, error) {
 	if l.DeletionTimestamp.IsZero() {
 		uid := l.UID
 		if err := r.Client.Delete(ctx, l, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, err)
+			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, Refused(err, "delete", clusterLienKind, "", l.Name))
 		}
 	}
 	return false, nil

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/rights"
 )
 
 // ReasonMissingPermission is Ready's reason when the controller may not
@@ -38,23 +38,14 @@ func (e *forbiddenError) Unwrap() error { return e.err }
 // Ready condition a person can act on.
 func (r *Reconciler) explainForbidden(ctx context.Context, o object, fe *forbiddenError) metav1.Condition {
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: o.GetGeneration()}
-	resource := fe.gvk.Kind
+	resource := schema.GroupResource{Group: fe.gvk.Group, Resource: fe.gvk.Kind}
 	if m, err := r.Mapper.RESTMapping(fe.gvk.GroupKind(), fe.gvk.Version); err == nil {
-		resource = m.Resource.Resource
+		resource = m.Resource.GroupResource()
 	}
-	where := "cluster-wide"
-	if fe.namespace != "" {
-		where = "in namespace " + fe.namespace
-	}
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: "patch", Group: fe.gvk.Group, Resource: resource, Namespace: fe.namespace, Name: fe.name,
-		},
-	}}
-	if err := r.Client.Create(ctx, review); err == nil && !review.Status.Allowed {
+	req := rights.Request{Verb: "patch", Resource: resource, Namespace: fe.namespace, Name: fe.name}
+	if missing, msg := rights.Explain(ctx, r.Client, req, fe.err); missing {
 		cond.Reason = ReasonMissingPermission
-		cond.Message = fmt.Sprintf("teardown's controller may not patch %s %s (needed to protect %s): grant verb patch on resource %s (group %q) with a ClusterRole labelled teardown.dev/aggregate-to-controller=true",
-			resource, where, fe.name, resource, fe.gvk.Group)
+		cond.Message = fmt.Sprintf("%s (needed to protect %s)", msg, fe.name)
 		return cond
 	}
 	cond.Reason = ReasonAdmissionDenied

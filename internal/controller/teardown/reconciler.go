@@ -2,6 +2,7 @@ package teardown
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/rights"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
@@ -76,9 +78,63 @@ func Setup(mgr ctrl.Manager) error {
 	return nil
 }
 
+// Refused is how long a plan waits after the API server refused it a
+// request before it tries again (the right may be granted meanwhile).
+var Refused = 30 * time.Second
+
 // Reconcile arms a plan on its trigger, runs it once the trigger is being
-// deleted, and releases the trigger and keepUntilDone once it finished.
+// deleted, and releases the trigger and keepUntilDone once it finished. A
+// request the API server refuses becomes a condition naming it, not a
+// retry loop.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	var refused *teardown.RefusedError
+	if errors.As(err, &refused) {
+		return r.reportRefused(ctx, req, refused)
+	}
+	return res, err
+}
+
+// reportRefused explains a refused request (SelfSubjectAccessReview) on
+// the condition that stands still because of it: Armed before the plan
+// runs, Running after.
+func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, refused *teardown.RefusedError) (reconcile.Result, error) {
+	t := &v1alpha1.Teardown{}
+	if err := r.Live.Get(ctx, req.NamespacedName, t); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	resource := schema.GroupResource{Group: refused.GVK.Group, Resource: refused.GVK.Kind}
+	if m, err := r.Live.RESTMapper().RESTMapping(refused.GVK.GroupKind(), refused.GVK.Version); err == nil {
+		resource = m.Resource.GroupResource()
+	}
+	rr := rights.Request{Verb: refused.Verb, Resource: resource, Namespace: refused.Namespace, Name: refused.Name}
+	reason := v1alpha1.ReasonAdmissionDenied
+	missing, msg := rights.Explain(ctx, r.Live, rr, refused.Err)
+	if missing {
+		reason = v1alpha1.ReasonMissingPermission
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: t.Generation}
+	if t.Status.Phase == v1alpha1.PhaseRunning {
+		cond.Type, cond.Status = v1alpha1.ConditionRunning, metav1.ConditionTrue
+		if st := stepOf(t, t.Status.CurrentStep); st.Name != "" {
+			cond.Message = fmt.Sprintf("step %s waits: %s", st.Name, msg)
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("refused by the API server", "teardown", klog.KObj(t), "verb", rr.Verb, "resource", rr.Resource.String(), "reason", reason, "err", refused.Err.Error())
+	if apimeta.SetStatusCondition(&t.Status.Conditions, cond) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Run", "%s", cond.Message)
+		if t.Status.Phase == "" {
+			t.Status.Phase = v1alpha1.PhasePending
+		}
+		t.Status.ObservedGeneration = t.Generation
+		if err := r.Live.Status().Update(ctx, t); err != nil {
+			return conflict(err)
+		}
+	}
+	return reconcile.Result{RequeueAfter: Refused}, nil
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	t := &v1alpha1.Teardown{}
 	// Live: the status written by the last tick is where a restarted
@@ -137,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(trigger, v1alpha1.TeardownFinalizer)
 		if err := r.Live.Patch(ctx, trigger, patch); err != nil {
-			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), err))
+			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name)))
 		}
 	}
 	if t.Status.TriggerUID != string(trigger.UID) {
@@ -316,7 +372,7 @@ func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) e
 	patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(trigger, v1alpha1.TeardownFinalizer)
 	if err := r.Live.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), err)
+		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
 	}
 	return nil
 }

@@ -49,9 +49,12 @@ func TestMain(m *testing.M) {
 }
 
 // startController runs teardown's controller manager (lien, dependents and
-// teardown controllers) in this process.
-func startController() error {
-	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+// teardown controllers) in this process, as the cluster admin.
+func startController() error { return startControllerAs(cfg) }
+
+// startControllerAs runs the manager with as's identity.
+func startControllerAs(as *rest.Config) error {
+	mgr, err := manager.New(as, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	if err != nil {
 		return err
 	}
