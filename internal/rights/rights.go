@@ -9,9 +9,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Aggregate is the label of the ClusterRoles whose rules teardown's
@@ -68,4 +70,19 @@ func Explain(ctx context.Context, c client.Client, req Request, err error) (miss
 	default:
 		return false, fmt.Sprintf("admission refused teardown's controller to %s %s: %v", req.Verb, req.Resource.Resource, err)
 	}
+}
+
+var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "teardown_refused_requests_total",
+	Help: "Requests of teardown's controllers the API server refused, by controller and reason (MissingPermission: RBAC; AdmissionDenied or Refused: admission, a lien's policy among them).",
+}, []string{"controller", "reason"})
+
+func init() {
+	metrics.Registry.MustRegister(refused)
+}
+
+// Count records one refused request of controller, with the reason its
+// condition or event gave.
+func Count(controller, reason string) {
+	refused.WithLabelValues(controller, reason).Inc()
 }

@@ -21,10 +21,14 @@ var (
 		Name: "teardown_lien_releases_total",
 		Help: "Objects a lien was taken off, by lien kind.",
 	}, []string{"kind"})
+	deferredDeletes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "teardown_lien_deferred_deletes_total",
+		Help: "Deletes a Defer lien held back, counted when the lien let the object go, by lien kind.",
+	}, []string{"kind"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(liensHeld, protectedObjects, releases)
+	metrics.Registry.MustRegister(liensHeld, protectedObjects, releases, deferredDeletes)
 }
 
 // tally keeps each lien's last observed state so that the gauges are sums

@@ -439,6 +439,9 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 				releasedNS = append(releasedNS, obj.Namespace)
 			}
 			releases.WithLabelValues(r.kind()).Inc()
+			if !obj.DeletionTimestamp.IsZero() {
+				deferredDeletes.WithLabelValues(r.kind()).Inc()
+			}
 			r.Recorder.Eventf(o.unwrap(), nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Release", "released %s %s", prev.Kind, qualified(prev.Namespace, prev.Name))
 		}
 		if !held && obj != nil {

@@ -62,6 +62,7 @@ func (r *Reconciler) reportForbidden(ctx context.Context, o object, err error) (
 		return false, nil
 	}
 	cond := r.explainForbidden(ctx, o, fe)
+	rights.Count("lien", cond.Reason)
 	st := o.status()
 	prev := apimeta.FindStatusCondition(st.Conditions, cond.Type)
 	if prev == nil || prev.Reason != cond.Reason || prev.Message != cond.Message {

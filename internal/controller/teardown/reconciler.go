@@ -120,6 +120,7 @@ func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, r
 			cond.Message = fmt.Sprintf("step %s waits: %s", st.Name, msg)
 		}
 	}
+	rights.Count("teardown", reason)
 	ctrl.LoggerFrom(ctx).Info("refused by the API server", "teardown", klog.KObj(t), "verb", rr.Verb, "resource", rr.Resource.String(), "reason", reason, "err", refused.Err.Error())
 	if apimeta.SetStatusCondition(&t.Status.Conditions, cond) {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Run", "%s", cond.Message)

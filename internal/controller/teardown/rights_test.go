@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	controller "github.com/teardown-dev/teardown/internal/controller/teardown"
@@ -64,6 +65,7 @@ func TestMissingRightsAreReported(t *testing.T) {
 	create(t, plan)
 	defer deleteAll(t, plan)
 
+	refusedBefore := refusedRequests(t, "teardown", v1alpha1.ReasonMissingPermission)
 	c := waitReason(t, plan.Name, v1alpha1.ConditionArmed, v1alpha1.ReasonMissingPermission)
 	for _, want := range []string{"may not patch configmaps in namespace " + ns, "teardown.dev/aggregate-to-controller=true"} {
 		if !strings.Contains(c.Message, want) {
@@ -87,6 +89,10 @@ func TestMissingRightsAreReported(t *testing.T) {
 	}
 	if err := k.Get(ctx, client.ObjectKeyFromObject(data), &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("the step's ConfigMap should still be there while the right is missing: %v", err)
+	}
+
+	if got := refusedRequests(t, "teardown", v1alpha1.ReasonMissingPermission) - refusedBefore; got < 2 {
+		t.Errorf("teardown_refused_requests_total{controller=teardown,reason=MissingPermission} rose by %v, want at least 2 (the patch and the delete)", got)
 	}
 
 	if err := k.Get(ctx, client.ObjectKeyFromObject(grant), grant); err != nil {
@@ -118,4 +124,29 @@ func waitReason(t *testing.T, name, typ, reason string) metav1.Condition {
 		return false, nil
 	})
 	return c
+}
+
+// refusedRequests reads teardown_refused_requests_total from the
+// manager's registry (the controller runs in this process).
+func refusedRequests(t *testing.T, controller, reason string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "teardown_refused_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, p := range m.GetLabel() {
+				labels[p.GetName()] = p.GetValue()
+			}
+			if labels["controller"] == controller && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
