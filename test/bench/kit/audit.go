@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // auditPolicy records every request but watches at Metadata level, once,
@@ -23,6 +24,19 @@ rules:
 - level: Metadata
 `
 
+// auditPolicyWithDiscovery also records discovery and /version: what a
+// command-line client pays for before its first list.
+const auditPolicyWithDiscovery = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
+rules:
+- level: None
+  verbs: ["watch"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/metrics"]
+- level: Metadata
+`
+
 // Audit is kube-apiserver's audit log, for counting the API calls a
 // component made during a window.
 type Audit struct {
@@ -32,8 +46,19 @@ type Audit struct {
 // AuditFlags writes an audit policy into dir and returns the
 // kube-apiserver flags that log to dir/audit.log, and the Audit to read it.
 func AuditFlags(dir string) ([]string, *Audit, error) {
+	return auditFlags(dir, auditPolicy)
+}
+
+// AuditFlagsWithDiscovery is AuditFlags with discovery (/api, /apis,
+// /openapi) and /version requests recorded too; their Calls have an empty
+// Resource and their Path set.
+func AuditFlagsWithDiscovery(dir string) ([]string, *Audit, error) {
+	return auditFlags(dir, auditPolicyWithDiscovery)
+}
+
+func auditFlags(dir, content string) ([]string, *Audit, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(content), 0o644); err != nil {
 		return nil, nil, err
 	}
 	log := filepath.Join(dir, "audit.log")
@@ -64,6 +89,9 @@ type Call struct {
 	UserAgent string
 	Verb      string
 	Resource  string
+	// Path is the request's path without its query, for requests that
+	// name no resource (discovery).
+	Path string
 }
 
 type auditEvent struct {
@@ -71,8 +99,9 @@ type auditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
+	UserAgent  string `json:"userAgent"`
+	RequestURI string `json:"requestURI"`
+	ObjectRef  *struct {
 		Resource string `json:"resource"`
 	} `json:"objectRef"`
 }
@@ -99,6 +128,8 @@ func (a *Audit) Calls(from, to int64, keep func(Call) bool) ([]Call, error) {
 		c := Call{User: e.User.Username, UserAgent: e.UserAgent, Verb: e.Verb}
 		if e.ObjectRef != nil {
 			c.Resource = e.ObjectRef.Resource
+		} else {
+			c.Path, _, _ = strings.Cut(e.RequestURI, "?")
 		}
 		if keep(c) {
 			out = append(out, c)
