@@ -25,7 +25,9 @@ func BuildTeardown(dir string) (string, error) {
 type Controller struct {
 	Bin        string
 	Kubeconfig string
-	Log        string // appended to across restarts
+	Log        string   // appended to across restarts
+	Args       []string // more flags, after the defaults (a later flag wins)
+	Env        []string // more environment, after this process's
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -44,9 +46,13 @@ func (c *Controller) Start() error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(c.Bin, "controller", "--kubeconfig", c.Kubeconfig,
-		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	args := append([]string{"controller", "--kubeconfig", c.Kubeconfig,
+		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, c.Args...)
+	cmd := exec.Command(c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the teardown controller: %w", err)
