@@ -253,23 +253,41 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 		}
 		return s.Matches(labelSet(m.GetLabels())), nil
 	}
-	var out []Object
-	add := func(m metav1.Object, policies []*admissionregistrationv1.FailurePolicyType, hooks []string) error {
-		ok, err := match(m)
-		if err != nil || !ok {
-			return err
-		}
-		o := objectOf(m, gvk)
-		for i, h := range hooks {
-			p := string(admissionregistrationv1.Fail)
-			if policies[i] != nil {
-				p = string(*policies[i])
-			}
-			o.Webhooks = append(o.Webhooks, Webhook{Name: h, FailurePolicy: p})
-		}
-		out = append(out, o)
-		return nil
+	configs, err := r.webhookConfigs(ctx, gvk)
+	if err != nil {
+		return nil, err
 	}
+	var out []Object
+	for _, c := range configs {
+		ok, err := match(c.obj)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			o := objectOf(c.obj, gvk)
+			o.Webhooks = c.hooks
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// webhookConfig is a webhook configuration with its webhooks' names and
+// failure policies (Fail when unset, as kube-apiserver defaults it).
+type webhookConfig struct {
+	obj   client.Object
+	hooks []Webhook
+}
+
+// webhookConfigs lists the validating or mutating webhook configurations.
+func (r *Runner) webhookConfigs(ctx context.Context, gvk schema.GroupVersionKind) ([]webhookConfig, error) {
+	policy := func(p *admissionregistrationv1.FailurePolicyType) string {
+		if p == nil {
+			return string(admissionregistrationv1.Fail)
+		}
+		return string(*p)
+	}
+	var out []webhookConfig
 	switch gvk.Kind {
 	case "ValidatingWebhookConfiguration":
 		var l admissionregistrationv1.ValidatingWebhookConfigurationList
@@ -277,14 +295,11 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 			return nil, fmt.Errorf("listing validating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
 		}
 		for i := range l.Items {
-			var ps []*admissionregistrationv1.FailurePolicyType
-			var hs []string
+			c := webhookConfig{obj: &l.Items[i]}
 			for _, w := range l.Items[i].Webhooks {
-				ps, hs = append(ps, w.FailurePolicy), append(hs, w.Name)
+				c.hooks = append(c.hooks, Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
 			}
-			if err := add(&l.Items[i], ps, hs); err != nil {
-				return nil, err
-			}
+			out = append(out, c)
 		}
 	case "MutatingWebhookConfiguration":
 		var l admissionregistrationv1.MutatingWebhookConfigurationList
@@ -292,14 +307,11 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 			return nil, fmt.Errorf("listing mutating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
 		}
 		for i := range l.Items {
-			var ps []*admissionregistrationv1.FailurePolicyType
-			var hs []string
+			c := webhookConfig{obj: &l.Items[i]}
 			for _, w := range l.Items[i].Webhooks {
-				ps, hs = append(ps, w.FailurePolicy), append(hs, w.Name)
+				c.hooks = append(c.hooks, Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
 			}
-			if err := add(&l.Items[i], ps, hs); err != nil {
-				return nil, err
-			}
+			out = append(out, c)
 		}
 	}
 	return out, nil
