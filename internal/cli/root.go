@@ -22,6 +22,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/orphans"
 	"github.com/teardown-dev/teardown/internal/cli/plan"
 	"github.com/teardown-dev/teardown/internal/cli/run"
+	"github.com/teardown-dev/teardown/internal/cli/uninstall"
 	"github.com/teardown-dev/teardown/internal/cli/why"
 )
 
@@ -71,6 +72,7 @@ uninstalls run in order, and stuck deletions are explained.`,
 		demo.NewCommand(flags, out, errOut),
 		controller.NewCommand(flags),
 		install.NewCommand(flags, out, errOut),
+		uninstall.NewCommand(flags, out, errOut),
 		newVersionCommand(flags, out),
 		why.NewCommand(flags, out),
 		orphans.NewCommand(flags, out),

@@ -1,6 +1,8 @@
 // Package install applies teardown's manifests (config/: CRDs, RBAC, the
 // lien ValidatingAdmissionPolicies) to a cluster with server-side apply,
-// and waits until the CRDs serve and the lien policy is enforced.
+// and waits until the CRDs serve and the lien policy is enforced; and
+// deletes them again, the policies first, so that no object is left
+// undeletable.
 package install
 
 import (
@@ -14,21 +16,16 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/teardown-dev/teardown/config"
@@ -137,32 +134,22 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	c, err := newClients(cfg)
 	if err != nil {
 		return err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		target, err := c.resource(u)
 		if err != nil {
-			return fmt.Errorf("mapping %s: %w", gvk, err)
-		}
-		ri := dyn.Resource(m.Resource)
-		var target dynamic.ResourceInterface = ri
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			target = ri.Namespace(u.GetNamespace())
+			return err
 		}
 		if _, err := target.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("applying %s %s: %w", gvk.Kind, u.GetName(), err)
 		}
 		fmt.Fprintf(out, "applied %s/%s\n", strings.ToLower(gvk.Kind), u.GetName())
 		if gvk.Kind == "CustomResourceDefinition" {
-			if err := waitEstablished(ctx, dyn, u.GetName()); err != nil {
+			if err := waitEstablished(ctx, c.dyn, u.GetName()); err != nil {
 				return err
 			}
 		}
@@ -202,12 +189,7 @@ func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	cms := cs.CoreV1().ConfigMaps(Namespace)
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "teardown-policy-probe-",
-		Labels:       map[string]string{lien.Label: lien.LabelDeny},
-		Annotations:  map[string]string{lien.Annotation: `[{"lien":"teardown-system/install-probe","reason":"teardown install checks that the lien policy is enforced"}]`},
-	}}
-	created, err := cms.Create(ctx, probe, metav1.CreateOptions{})
+	created, err := cms.Create(ctx, probe(metav1.ObjectMeta{GenerateName: "teardown-policy-probe-"}, "teardown-system/install-probe", "teardown install checks that the lien policy is enforced"), metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating the policy probe: %w", err)
 	}

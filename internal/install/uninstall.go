@@ -1,0 +1,304 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// UninstallProbe is the lien-labelled ConfigMap Uninstall creates, in
+// UninstallOptions.Namespace, to see that kube-apiserver no longer enforces
+// the lien policy; it is deleted again before Uninstall returns.
+const UninstallProbe = "teardown-uninstall-probe"
+
+// goneTimeout bounds the wait for each deleted object to be gone.
+const goneTimeout = 2 * time.Minute
+
+// UninstallOptions change what Uninstall deletes.
+type UninstallOptions struct {
+	// PoliciesOnly deletes the lien policies and their bindings, nothing
+	// else: what the Helm chart's pre-delete hook runs.
+	PoliciesOnly bool
+	// CRDs also deletes the CRDs. It is refused while a Lien, ClusterLien or
+	// Teardown exists: their finalizers need the controller, which is
+	// deleted first, so they and their CRDs would stay Terminating.
+	CRDs bool
+	// DryRun sends every DELETE as a server-side dry run: nothing changes.
+	DryRun bool
+	// Namespace holds UninstallProbe; empty is Namespace (teardown-system).
+	// The chart's hook passes its release namespace.
+	Namespace string
+}
+
+// Uninstall deletes what Apply applied, in an order that never leaves an
+// object undeletable: first the lien policy bindings and policies, waiting
+// until they are gone and kube-apiserver lets a lien-labelled object be
+// deleted; then the controller, RBAC, the policy parameters and the
+// namespace, in reverse apply order, waiting until each is gone. CRDs (and
+// so every Lien, ClusterLien and Teardown) are kept unless opts.CRDs.
+// Objects already gone are fine: Uninstall is idempotent. Progress lines go
+// to out.
+func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions, out io.Writer) error {
+	// Any image: it only adds the controller's objects to those to delete.
+	objs, err := Objects(Options{ControllerImage: "uninstall"})
+	if err != nil {
+		return err
+	}
+	var policies, others, crds []*unstructured.Unstructured
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ValidatingAdmissionPolicyBinding":
+			policies = append([]*unstructured.Unstructured{u}, policies...)
+		case "ValidatingAdmissionPolicy":
+			policies = append(policies, u)
+		case "CustomResourceDefinition":
+			crds = append(crds, u)
+		default:
+			others = append(others, u)
+		}
+	}
+	slices.Reverse(others)
+	slices.Reverse(crds)
+
+	c, err := newClients(cfg)
+	if err != nil {
+		return err
+	}
+	if opts.CRDs && !opts.PoliciesOnly {
+		if err := refuseWhileCustomResources(ctx, c.dyn, crds); err != nil {
+			return err
+		}
+	}
+	d := &deleter{clients: c, dryRun: opts.DryRun, out: out}
+	deleted, err := d.deleteAll(ctx, policies)
+	if err != nil {
+		return err
+	}
+	switch {
+	case opts.DryRun:
+	case deleted == 0:
+		fmt.Fprintln(out, "lien policies already absent")
+	default:
+		ns := opts.Namespace
+		if ns == "" {
+			ns = Namespace
+		}
+		if err := waitNotEnforced(ctx, cfg, ns); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "lien policies no longer enforced: lien-labelled objects are deletable")
+	}
+	if opts.PoliciesOnly {
+		return nil
+	}
+	if opts.CRDs {
+		others = append(others, crds...)
+	}
+	if _, err := d.deleteAll(ctx, others); err != nil {
+		return err
+	}
+	if !opts.CRDs {
+		for _, u := range crds {
+			fmt.Fprintf(out, "kept %s (--crds deletes it)\n", ref(u))
+		}
+	}
+	return nil
+}
+
+type clients struct {
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+func newClients(cfg *rest.Config) (clients, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return clients{}, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return clients{}, err
+	}
+	return clients{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+}
+
+// resource is the client for u's kind, in u's namespace if it has one.
+func (c clients) resource(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := u.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	ri := c.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return ri.Namespace(u.GetNamespace()), nil
+	}
+	return ri, nil
+}
+
+func ref(u *unstructured.Unstructured) string {
+	return strings.ToLower(u.GetKind()) + "/" + u.GetName()
+}
+
+type deleter struct {
+	clients
+	dryRun bool
+	out    io.Writer
+}
+
+// deleteAll deletes the objects in order, each gone before the next, and
+// returns how many existed.
+func (d *deleter) deleteAll(ctx context.Context, objs []*unstructured.Unstructured) (int, error) {
+	n := 0
+	for _, u := range objs {
+		existed, err := d.delete(ctx, u)
+		if err != nil {
+			return n, err
+		}
+		if existed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// delete deletes the object with the UID it has now and waits until that
+// object is gone (another one of the same name counts as gone).
+func (d *deleter) delete(ctx context.Context, u *unstructured.Unstructured) (bool, error) {
+	target, err := d.resource(u)
+	if meta.IsNoMatchError(err) {
+		fmt.Fprintf(d.out, "absent %s\n", ref(u))
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	live, err := target.Get(ctx, u.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		fmt.Fprintf(d.out, "absent %s\n", ref(u))
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", ref(u), err)
+	}
+	uid := live.GetUID()
+	del := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	if d.dryRun {
+		del.DryRun = []string{metav1.DryRunAll}
+	}
+	err = target.Delete(ctx, u.GetName(), del)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		fmt.Fprintf(d.out, "absent %s\n", ref(u)) // gone, or replaced, meanwhile
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deleting %s: %w", ref(u), err)
+	}
+	if d.dryRun {
+		fmt.Fprintf(d.out, "would delete %s\n", ref(u))
+		return true, nil
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, goneTimeout, true, func(ctx context.Context) (bool, error) {
+		live, err := target.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && live.GetUID() != uid, nil
+	})
+	if err != nil {
+		return true, fmt.Errorf("waiting for %s to be gone (see its finalizers and status): %w", ref(u), err)
+	}
+	fmt.Fprintf(d.out, "deleted %s\n", ref(u))
+	return true, nil
+}
+
+// refuseWhileCustomResources fails, before anything is deleted, if an
+// object of one of the CRDs exists.
+func refuseWhileCustomResources(ctx context.Context, dyn dynamic.Interface, crds []*unstructured.Unstructured) error {
+	var found []string
+	for _, crd := range crds {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		if len(versions) == 0 {
+			continue
+		}
+		version, _ := versions[0].(map[string]any)["name"].(string)
+		list, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: plural}).List(ctx, metav1.ListOptions{Limit: 5})
+		if apierrors.IsNotFound(err) {
+			continue // the CRD is not installed
+		}
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", plural, err)
+		}
+		for _, item := range list.Items {
+			found = append(found, plural+"/"+strings.TrimPrefix(item.GetNamespace()+"/"+item.GetName(), "/"))
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--crds refused, nothing deleted: %s still exist(s), and their finalizers need the controller this deletes first; "+
+		"delete them while the controller runs (it takes the lien markers off what they protect), then run again", strings.Join(found, ", "))
+}
+
+// probe is a lien-labelled ConfigMap whose DELETE the lien policy refuses
+// while kube-apiserver enforces it.
+func probe(om metav1.ObjectMeta, lienName, reason string) *corev1.ConfigMap {
+	om.Labels = map[string]string{lien.Label: lien.LabelDeny}
+	om.Annotations = map[string]string{lien.Annotation: `[{"lien":"` + lienName + `","reason":"` + reason + `"}]`}
+	return &corev1.ConfigMap{ObjectMeta: om}
+}
+
+// waitNotEnforced returns once kube-apiserver no longer enforces the lien
+// policy: the dry-run DELETE of the labelled UninstallProbe is allowed. The
+// probe is then deleted.
+func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	cms := cs.CoreV1().ConfigMaps(ns)
+	_, err = cms.Create(ctx, probe(metav1.ObjectMeta{Name: UninstallProbe}, "teardown-system/uninstall-probe", "teardown uninstall checks that the lien policy is no longer enforced"), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Left by an interrupted run, or not ours: only a labelled one tells.
+		var existing *corev1.ConfigMap
+		if existing, err = cms.Get(ctx, UninstallProbe, metav1.GetOptions{}); err == nil && existing.Labels[lien.Label] != lien.LabelDeny {
+			err = errors.New("it exists without the label " + lien.Label + "=" + lien.LabelDeny + ": delete it, or pass another --namespace")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating the policy probe configmap %s/%s: %w", ns, UninstallProbe, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cms.Delete(ctx, UninstallProbe, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			return false, nil
+		}
+		err := cms.Delete(ctx, UninstallProbe, metav1.DeleteOptions{})
+		return err == nil || apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
+	}
+	return nil
+}
