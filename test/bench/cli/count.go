@@ -2,9 +2,13 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/teardown-dev/teardown/test/bench/kit"
 )
 
 // kubectlRows counts the objects `kubectl get` printed: one line each, less
@@ -37,3 +41,32 @@ func whyContent(out string) (objects, kinds int, ok bool) {
 }
 
 var whyContentRE = regexp.MustCompile(`\] (\d+) objects? of (\d+) kinds? `)
+
+// byVerb sums calls up per verb, with the number of resources each verb
+// touched, discovery apart: "discovery 3, list 77 (66 resources), get 2".
+func byVerb(calls []kit.Call) string {
+	n := map[string]int{}
+	resources := map[string]map[string]bool{}
+	var verbs []string
+	for _, c := range calls {
+		v := c.Verb
+		if c.Resource == "" {
+			v = "discovery"
+		}
+		if n[v] == 0 {
+			verbs = append(verbs, v)
+			resources[v] = map[string]bool{}
+		}
+		n[v]++
+		resources[v][c.Resource] = true
+	}
+	slices.Sort(verbs)
+	out := make([]string, len(verbs))
+	for i, v := range verbs {
+		out[i] = fmt.Sprintf("%s %d", v, n[v])
+		if r := len(resources[v]); v != "discovery" && r > 1 {
+			out[i] += fmt.Sprintf(" (%d resources)", r)
+		}
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,6 +1,10 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/teardown-dev/teardown/test/bench/kit"
+)
 
 func TestKubectlRows(t *testing.T) {
 	out := `NAME               DATA   AGE
@@ -28,5 +32,16 @@ func TestWhyContent(t *testing.T) {
 	}
 	if _, _, ok := whyContent("namespace/empty is not being deleted; nothing found that would hold its deletion\n"); ok {
 		t.Error("whyContent found content in an answer without any")
+	}
+}
+
+func TestByVerb(t *testing.T) {
+	calls := []kit.Call{
+		{Verb: "get", Path: "/api"}, {Verb: "get", Path: "/apis"},
+		{Verb: "list", Resource: "configmaps"}, {Verb: "list", Resource: "configmaps"}, {Verb: "list", Resource: "secrets"},
+		{Verb: "get", Resource: "namespaces"},
+	}
+	if got, want := byVerb(calls), "discovery 2, get 1, list 3 (2 resources)"; got != want {
+		t.Errorf("byVerb = %q, want %q", got, want)
 	}
 }
