@@ -13,11 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,10 +29,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/localcluster"
-	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 var (
@@ -117,7 +119,8 @@ func installed(t *testing.T, image string) map[string]map[string]any {
 
 // TestThreeInstallPathsProduceTheSameObjects compares `teardown install
 // --dry-run`, the Helm chart and kustomize's config/default, object by
-// object. Only the Namespace differs: Helm's --create-namespace owns it.
+// object. Only the Namespace differs: Helm's --create-namespace owns it;
+// and the chart's uninstall hook is left out of the comparison.
 func TestThreeInstallPathsProduceTheSameObjects(t *testing.T) {
 	want := installed(t, "teardown:test")
 	withoutNamespace := map[string]map[string]any{}
@@ -127,6 +130,13 @@ func TestThreeInstallPathsProduceTheSameObjects(t *testing.T) {
 		}
 	}
 	chart := decode(t, run(t, nil, helm, "template", "teardown", "charts/teardown", "-n", install.Namespace, "--include-crds", "--set", "image.tag=test"))
+	// The pre-delete hook's Job and RBAC (annotation helm.sh/hook) exist
+	// only while helm uninstall runs them: they are not installed objects.
+	for k, obj := range chart {
+		if _, hook := (&unstructured.Unstructured{Object: obj}).GetAnnotations()["helm.sh/hook"]; hook {
+			delete(chart, k)
+		}
+	}
 	if diff := cmp.Diff(withoutNamespace, chart); diff != "" {
 		t.Errorf("helm template differs from teardown install (-install +helm):\n%s", diff)
 	}
@@ -137,8 +147,14 @@ func TestThreeInstallPathsProduceTheSameObjects(t *testing.T) {
 }
 
 // TestChartInstallsEnforcesAndUninstallsClean installs the chart with a
-// real helm, checks the lien policy is enforced, uninstalls it, and checks
-// that a lien-labelled object is deletable again.
+// real helm, checks the lien policy is enforced, and uninstalls it. The
+// local control plane runs no kubelet, so the test plays the pre-delete
+// hook's Job: it runs `teardown uninstall --policies-only` as the Job's
+// service account (so the hook's RBAC is what is tested) and reports the
+// Job complete. When the hook is done, the policies are gone and a
+// lien-labelled object is deletable while the rest of the chart (the
+// Deployment, the policy parameters) is still there: Helm deletes that
+// only after the hook.
 func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 	ctx := context.Background()
 	kubeconfig := cluster.KubeconfigPath()
@@ -152,30 +168,85 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
-	kept, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "kept-", Labels: map[string]string{lien.Label: lien.LabelDeny},
-		Annotations: map[string]string{lien.Annotation: `[{"lien":"default/test","reason":"chart test"}]`},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	kept := keptConfigMap(t, cs)
+	dryRunDelete := func() error {
+		return cms.Delete(ctx, kept.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return apierrors.IsForbidden(cms.Delete(ctx, kept.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})), nil
+		return apierrors.IsForbidden(dryRunDelete()), nil
 	})
 	if err != nil {
 		t.Fatalf("the chart's lien policy was never enforced: %v", err)
 	}
 
-	run(t, nil, helm, "--kubeconfig", kubeconfig, "uninstall", "teardown", "-n", install.Namespace, "--wait")
-	for _, name := range []string{"teardown-lien-deny", "teardown-lien-tamper"} {
-		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("policy %s after helm uninstall: %v, want NotFound", name, err)
-		}
+	uninstalled := make(chan error, 1)
+	go func() {
+		cmd := exec.Command(helm, "--kubeconfig", kubeconfig, "uninstall", "teardown", "-n", install.Namespace, "--wait", "--timeout", "3m")
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ helm uninstall\n%s", out)
+		uninstalled <- err
+	}()
+
+	// The hook Job appears: run what it would run.
+	jobs := cs.BatchV1().Jobs(install.Namespace)
+	var job *batchv1.Job
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		job, err = jobs.Get(ctx, "teardown-uninstall", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the pre-delete hook Job never appeared: %v", err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return cms.Delete(ctx, kept.Name, metav1.DeleteOptions{}) == nil, nil
-	})
-	if err != nil {
+	container := job.Spec.Template.Spec.Containers[0]
+	if want := []string{"uninstall", "--policies-only", "--namespace", install.Namespace}; !slices.Equal(container.Args, want) {
+		t.Fatalf("the hook Job runs %v, want %v", container.Args, want)
+	}
+	sa := "system:serviceaccount:" + install.Namespace + ":" + job.Spec.Template.Spec.ServiceAccountName
+	args := append(slices.Clone(container.Args), "--as", sa, "--as-group", "system:serviceaccounts", "--as-group", "system:authenticated")
+	if code, _, _ := teardown(t, args...); code != cmdutil.ExitOK {
+		t.Fatalf("teardown %s as the hook's service account: exit %d", strings.Join(container.Args, " "), code)
+	}
+	if live := livePolicies(ctx, cs); len(live) > 0 {
+		t.Errorf("after the hook, still there: %v", live)
+	}
+	if err := dryRunDelete(); err != nil {
+		t.Errorf("deleting a lien-labelled object once the hook ran: %v, want allowed", err)
+	}
+	if _, err := cs.AppsV1().Deployments(install.Namespace).Get(ctx, "teardown-controller", metav1.GetOptions{}); err != nil {
+		t.Errorf("the Deployment should outlive the hook (Helm deletes it after): %v", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(install.Namespace).Get(ctx, "teardown-policy", metav1.GetOptions{}); err != nil {
+		t.Errorf("the ConfigMap teardown-policy should outlive the hook (Helm deletes it after): %v", err)
+	}
+	now := metav1.Now()
+	job.Status = batchv1.JobStatus{
+		StartTime: &now, CompletionTime: &now, Succeeded: 1,
+		Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+	}
+	if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("reporting the hook Job complete: %v", err)
+	}
+
+	select {
+	case err := <-uninstalled:
+		if err != nil {
+			t.Fatalf("helm uninstall: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("helm uninstall did not finish")
+	}
+	if _, err := cs.AppsV1().Deployments(install.Namespace).Get(ctx, "teardown-controller", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Deployment after helm uninstall: %v, want NotFound", err)
+	}
+	if _, err := jobs.Get(ctx, "teardown-uninstall", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hook Job after helm uninstall: %v, want NotFound (hook-delete-policy hook-succeeded)", err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Get(ctx, "teardown-uninstall", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hook's ClusterRole after helm uninstall: %v, want NotFound (hook-delete-policy hook-succeeded)", err)
+	}
+	if err := cms.Delete(ctx, kept.Name, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("a lien-labelled object should be deletable once the chart is uninstalled: %v", err)
 	}
 }
