@@ -22,8 +22,16 @@
 // would give every dependent kind an unfiltered cache.
 //
 // Safety: a dependent is deleted only after a live GET of each owner
-// returned 404 or another UID, with UID and resourceVersion preconditions,
-// and never before every informer started so far has synced. An owner kind
-// that cannot be resolved, or a malformed annotation, never causes a delete:
-// it is reported as an InvalidOwner event on the dependent.
+// returned 404 or another UID, with the UID and resourceVersion its cached
+// copy was checked at as preconditions (a dependent changed since fails
+// with a conflict and is checked again), and never before every informer
+// started so far has synced. An owner kind that cannot be resolved, or a
+// malformed annotation, never causes a delete: it is reported as an
+// InvalidOwner event on the dependent.
+//
+// Cost: an owner confirmed gone is remembered by its whole link (group,
+// kind, namespace, name, UID) in a bounded, expiring memo, so its
+// dependents share one live GET; each dependent then costs one DELETE, and
+// the deletions of one owner are reported as one DeletedDependent event on
+// the owner per few seconds, not one event each.
 package dependents

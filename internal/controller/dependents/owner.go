@@ -33,7 +33,7 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), err)
+		return reconcile.Result{}, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), refused(err, "get", req.GVR, req.Namespace, req.Name))
 	}
 	has := slices.Contains(owner.Finalizers, links.Finalizer)
 	policy, err := links.PolicyOf(owner)
@@ -114,7 +114,7 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s for dependents of %s: %w", gvr.Resource, klog.KObj(owner), err)
+			return fmt.Errorf("listing %s for dependents of %s: %w", gvr.Resource, klog.KObj(owner), refused(err, "list", gvr, ns, ""))
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
@@ -137,7 +137,7 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 			case apierrors.IsConflict(err):
 				return errRecheck
 			case err != nil:
-				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), err)
+				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), refused(err, "patch", gvr, item.Namespace, item.Name))
 			}
 			orphanedTotal.WithLabelValues("ownerReference").Inc()
 			r.event(ctx, gvr, item, nil, "Normal", ReasonOrphanedDependent, "Orphan",
@@ -182,7 +182,7 @@ func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.Partial
 		if len(gone) == len(others) && !unknown {
 			// This owner (being deleted in the foreground) and the gone
 			// ones were all it had: it goes first.
-			if err := r.deleteDependent(ctx, d, ls); err != nil && !errors.Is(err, errRecheck) {
+			if err := r.deleteDependent(ctx, d, cached, ls); err != nil && !errors.Is(err, errRecheck) {
 				return 0, err
 			}
 			continue
@@ -211,7 +211,7 @@ func (r *Reconciler) setFinalizers(ctx context.Context, req request, owner *meta
 	case apierrors.IsConflict(err):
 		return errRecheck
 	case err != nil:
-		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), err)
+		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), refused(err, "patch", req.GVR, req.Namespace, req.Name))
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,9 +20,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -34,7 +35,8 @@ const (
 	ReasonRemovedOwner      = "RemovedOwner"
 	ReasonInvalidOwner      = "InvalidOwner"
 	// ReasonMissingPermission: RBAC refused teardown a verb it needs on
-	// this object; ReasonRefused: an admission policy refused it.
+	// this object (a SelfSubjectAccessReview says so); ReasonRefused: RBAC
+	// allows it and admission refused it.
 	ReasonMissingPermission = "MissingPermission"
 	ReasonRefused           = "Refused"
 )
@@ -57,9 +59,13 @@ var current atomic.Pointer[watcher]
 // deletion policies.
 type Reconciler struct {
 	meta   metadata.Interface
+	client client.Client // SelfSubjectAccessReviews
 	mapper meta.RESTMapper
 	events events.EventRecorder
 	w      *watcher
+
+	gone    *goneOwners     // owners a live GET confirmed gone
+	deleted *deletedSummary // one DeletedDependent event per owner and window
 
 	// beforeDelete, when set (tests), runs between the live check of a
 	// dependent and its DELETE.
@@ -94,9 +100,15 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	}
 	r := &Reconciler{
 		meta:   md,
+		client: mgr.GetClient(),
 		mapper: mgr.GetRESTMapper(),
 		events: mgr.GetEventRecorder("teardown-dependents"),
 		w:      newWatcher(md, disc, o.DiscoveryInterval),
+		gone:   newGoneOwners(),
+	}
+	r.deleted = newDeletedSummary(r.ownerEvent)
+	if err := mgr.Add(r.deleted); err != nil {
+		return nil, err
 	}
 	opts := controller.TypedOptions[request]{Reconciler: r, MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 	if o.SkipNameValidation {
@@ -141,16 +153,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 	return res, err
 }
 
+// refusedError is a request the API server refused (403), with what was
+// asked, so that a SelfSubjectAccessReview can tell RBAC from admission.
+type refusedError struct {
+	req rights.Request
+	err error
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// refused wraps a Forbidden err from verb on gvr ns/name; other errors
+// pass unchanged.
+func refused(err error, verb string, gvr schema.GroupVersionResource, ns, name string) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	return &refusedError{req: rights.Request{Verb: verb, Resource: gvr.GroupResource(), Namespace: ns, Name: name}, err: err}
+}
+
 // reportForbidden records a Warning event on the object that the API
-// server refused teardown an action on: MissingPermission (the message
-// names the verb and the resource, as RBAC reports them) or Refused.
+// server refused teardown an action on: MissingPermission when a
+// SelfSubjectAccessReview says RBAC denies the controller the verb (the
+// message names the verb, the resource and how to grant it), or Refused
+// with admission's own words when RBAC allows it.
 func (r *Reconciler) reportForbidden(ctx context.Context, req request, err error) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	reason := ReasonMissingPermission
-	note := fmt.Sprintf("teardown's controller was refused: %v; grant it with a ClusterRole labelled teardown.dev/aggregate-to-controller=true", err)
-	if !strings.Contains(err.Error(), " cannot ") {
-		reason, note = ReasonRefused, fmt.Sprintf("teardown's controller was refused by admission: %v", err)
+	reason, note := ReasonRefused, fmt.Sprintf("the API server refused teardown's controller: %v", err)
+	if re := (*refusedError)(nil); errors.As(err, &re) {
+		if missing, msg := rights.Explain(ctx, r.client, re.req, re.err); missing {
+			reason, note = ReasonMissingPermission, msg
+		} else {
+			note = msg
+		}
 	}
+	rights.Count("dependents", reason)
 	ctrl.LoggerFrom(ctx).Info("refused by the API server", "object", klog.KObj(obj), "gvr", req.GVR.String(), "reason", reason, "err", err.Error())
 	r.event(ctx, req.GVR, obj, nil, "Warning", reason, "Reconcile", note)
 }
@@ -169,7 +206,9 @@ var errCacheNotSynced = errors.New("owner cache not synced")
 
 // checkOwner resolves l and tells whether the owner is alive, gone, or
 // unknown. An alive owner in the cache is trusted; "gone" always comes from
-// a live GET. The reason is set for ownerUnknown.
+// a live GET, made once per owner: the memo of gone owners (keyed by the
+// whole link) answers for its other dependents. The reason is set for
+// ownerUnknown.
 func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerState, string, error) {
 	gvk := l.GroupVersionKind()
 	mapping, err := r.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -189,18 +228,30 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 	if !r.w.ensureOwnerInformer(mapping.Resource) {
 		return 0, "", errCacheNotSynced
 	}
+	key := keyOf(l)
+	if r.gone.known(key) {
+		return ownerGone, "", nil
+	}
 	if o, ok := r.w.cached(mapping.Resource, l.Namespace, l.Name, true); ok && o.UID == l.UID {
 		return ownerAlive, "", nil
 	}
-	live, err := r.meta.Resource(mapping.Resource).Namespace(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return 0, "", fmt.Errorf("reading owner %s: %w", l, err)
-	case live.UID == l.UID:
+	gone, err := r.gone.check(ctx, key, func() (bool, error) {
+		live, err := r.meta.Resource(mapping.Resource).Namespace(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("reading owner %s: %w", l, refused(err, "get", mapping.Resource, l.Namespace, l.Name))
+		}
+		return live.UID != l.UID, nil
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	if !gone {
 		return ownerAlive, "", nil
 	}
-	r.w.goneAt.LoadOrStore(l.UID, time.Now())
+	r.w.seenGone(l.UID)
 	return ownerGone, "", nil
 }
 
@@ -234,7 +285,7 @@ func (r *Reconciler) reconcileDependent(ctx context.Context, req request) (recon
 		return result, nil
 	}
 	if len(gone) == len(ls) {
-		return result, r.deleteDependent(ctx, req, ls)
+		return result, r.deleteDependent(ctx, req, cached, ls)
 	}
 	return result, r.removeLinks(ctx, req, gone, ReasonRemovedOwner, "owner %s is gone; other owners remain")
 }
@@ -260,68 +311,39 @@ func (r *Reconciler) classify(ctx context.Context, gvr schema.GroupVersionResour
 	return gone, unknown, nil
 }
 
-// deleteDependent deletes the dependent after a live GET shows it still
-// names exactly the owners checked, with UID and resourceVersion
-// preconditions: a dependent re-parented in between is not deleted.
-func (r *Reconciler) deleteDependent(ctx context.Context, req request, checked []links.OwnerLink) error {
-	log := ctrl.LoggerFrom(ctx)
-	client := r.meta.Resource(req.GVR).Namespace(req.Namespace)
-	live, err := client.Get(ctx, req.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading dependent %s: %w", klog.KRef(req.Namespace, req.Name), err)
-	}
-	if live.DeletionTimestamp != nil {
-		return nil
-	}
-	now, err := links.Owners(live)
-	if err != nil || !sameUIDs(now, checked) {
-		// Changed since the cache saw it: start over with what is there now.
-		return errRecheck
-	}
+// deleteDependent deletes dep, as the cache holds it, with UID and
+// resourceVersion preconditions: checked are the owners its cached links
+// name, so a dependent changed since (re-parented, say) is not deleted: the
+// DELETE fails with a conflict and it is checked again. No GET first: the
+// preconditions are what a GET would have checked.
+func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *metav1.PartialObjectMetadata, checked []links.OwnerLink) error {
 	if r.beforeDelete != nil {
 		r.beforeDelete(ctx, req)
 	}
-	uid, rv := live.UID, live.ResourceVersion
-	err = client.Delete(ctx, req.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	uid, rv := dep.UID, dep.ResourceVersion
+	err := r.meta.Resource(req.GVR).Namespace(req.Namespace).Delete(ctx, req.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
-		log.V(1).Info("dependent changed before its delete; rechecking", "dependent", klog.KObj(live))
+		ctrl.LoggerFrom(ctx).V(1).Info("dependent changed before its delete; rechecking", "dependent", klog.KObj(dep))
 		return errRecheck
 	case err != nil:
-		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(live), err)
+		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), refused(err, "delete", req.GVR, req.Namespace, req.Name))
 	}
 	deletedTotal.Inc()
 	for _, l := range checked {
-		if t, ok := r.w.goneAt.Load(l.UID); ok {
-			goneToDeletedSeconds.Observe(time.Since(t.(time.Time)).Seconds())
+		if t, ok := r.w.goneSince(l.UID); ok {
+			goneToDeletedSeconds.Observe(time.Since(t).Seconds())
 		}
 	}
-	log.Info("deleted dependent: its owners are gone", "dependent", klog.KObj(live), "gvr", req.GVR.String())
-	r.event(ctx, req.GVR, live, nil, "Normal", ReasonDeletedDependent, "Delete", fmt.Sprintf("owners gone: %s", names(checked)))
+	ctrl.LoggerFrom(ctx).Info("deleted dependent: its owners are gone", "dependent", klog.KObj(dep), "gvr", req.GVR.String())
+	r.deleted.add(checked, req.GVR.Resource+" "+klog.KRef(req.Namespace, req.Name).String())
 	return nil
 }
 
 // errRecheck requeues (with backoff) after a conflict; it is not logged as a failure by callers' intent.
 var errRecheck = errors.New("dependent changed while being checked; rechecking")
-
-func sameUIDs(a, b []links.OwnerLink) bool {
-	ua, ub := uids(a), uids(b)
-	return slices.Equal(ua, ub)
-}
-
-func uids(ls []links.OwnerLink) []string {
-	var out []string
-	for _, l := range ls {
-		out = append(out, string(l.UID))
-	}
-	slices.Sort(out)
-	return out
-}
 
 func names(ls []links.OwnerLink) string {
 	var out []string
@@ -332,17 +354,15 @@ func names(ls []links.OwnerLink) string {
 	return fmt.Sprint(out)
 }
 
-// removeLinks removes the links to owners from the live dependent, with a
-// resourceVersion precondition.
+// removeLinks removes the links to owners from the dependent as the cache
+// holds it, with a resourceVersion precondition: a dependent changed since
+// fails with a conflict and is checked again.
 func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []links.OwnerLink, reason, note string) error {
-	client := r.meta.Resource(req.GVR).Namespace(req.Namespace)
-	live, err := client.Get(ctx, req.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+	cached, ok := r.w.cached(req.GVR, req.Namespace, req.Name, false)
+	if !ok {
+		return nil // gone, or no longer a dependent
 	}
-	if err != nil {
-		return fmt.Errorf("reading dependent %s: %w", klog.KRef(req.Namespace, req.Name), err)
-	}
+	live := cached.DeepCopy()
 	removedAny := false
 	for _, o := range owners {
 		removed, err := links.RemoveOwner(live, o.UID)
@@ -368,18 +388,26 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 	if err != nil {
 		return err
 	}
-	if _, err := client.Patch(ctx, req.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := r.meta.Resource(req.GVR).Namespace(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
 			return errRecheck
 		}
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("removing owner links from %s: %w", klog.KObj(live), err)
+		return fmt.Errorf("removing owner links from %s: %w", klog.KObj(live), refused(err, "patch", req.GVR, req.Namespace, req.Name))
 	}
 	orphanedTotal.WithLabelValues("link").Add(float64(len(owners)))
 	r.event(ctx, req.GVR, live, nil, "Normal", reason, "Orphan", fmt.Sprintf(note, names(owners)))
 	return nil
+}
+
+// ownerEvent records the DeletedDependent summary regarding owner, which
+// is gone: the event names it by its link.
+func (r *Reconciler) ownerEvent(owner links.OwnerLink, note string) {
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID}}
+	obj.SetGroupVersionKind(owner.GroupVersionKind())
+	r.events.Eventf(obj, nil, "Normal", ReasonDeletedDependent, "Delete", "%s", note)
 }
 
 // event records an event regarding obj (of kind gvr), related to related.

@@ -4,8 +4,10 @@ package dependents
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
 	links "github.com/teardown-dev/teardown/pkg/dependents"
@@ -140,7 +143,11 @@ func TestCascade(t *testing.T) {
 		t.Errorf("d2 lost the owned label: %v", d2.Labels)
 	}
 	mustExist(t, "clusterrole/cascade-d3", getCR("cascade-d3"))
-	eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "cascade-d1", ReasonDeletedDependent)
+	// One summary regarding the gone owner, not an event per dependent.
+	msg := eventMessage(t, ns1, "ConfigMap", "a", ReasonDeletedDependent)
+	if want := "deleted 1 dependent(s), their owner being gone: clusterroles cascade-d1"; msg != want {
+		t.Errorf("DeletedDependent event on the owner = %q, want %q", msg, want)
+	}
 }
 
 // TestMissingOwner: an edge to a UID that never existed is collected, and
@@ -401,4 +408,115 @@ func TestConflict(t *testing.T) {
 	if err != nil || cr.UID != created.UID {
 		t.Errorf("conflict-d: %v, uid changed: %v", err, cr.UID != created.UID)
 	}
+}
+
+// TestOneOwnerReadPerOwner: deleting the owner of n dependents costs one
+// live GET of the owner (the memo of gone owners answers for the others,
+// concurrent workers share the one GET), no GET of the dependents (the
+// DELETE's UID and resourceVersion preconditions guard them), one DELETE
+// each, and DeletedDependent summaries on the owner that add up to n,
+// instead of n events.
+func TestOneOwnerReadPerOwner(t *testing.T) {
+	const n = 40
+	run := startController(t, nil)
+	ns1, ns2 := namespace(t, "memo-owner"), namespace(t, "memo-deps")
+	a := ownerCM(t, ns1, "a", "", false)
+	for i := range n {
+		depCM(t, ns2, fmt.Sprintf("d-%02d", i), a)
+	}
+	eventually(t, "the controller to see the dependents", func(context.Context) (bool, error) {
+		return len(run.r.w.dependentsOf(string(a.UID))) == n, nil
+	})
+	before := len(run.calls.snapshot())
+	if err := kube.CoreV1().ConfigMaps(ns1).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the dependents to be gone", func(ctx context.Context) (bool, error) {
+		l, err := kube.CoreV1().ConfigMaps(ns2).List(ctx, metav1.ListOptions{LabelSelector: links.OwnedLabel})
+		return err == nil && len(l.Items) == 0, err
+	})
+	var summaries int
+	eventually(t, fmt.Sprintf("DeletedDependent summaries on the owner adding up to %d", n), func(ctx context.Context) (bool, error) {
+		l, err := kube.CoreV1().Events(ns1).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+			"involvedObject.name": "a", "reason": ReasonDeletedDependent}.AsSelector().String()})
+		if err != nil {
+			return false, err
+		}
+		total := 0
+		for _, e := range l.Items {
+			var k int
+			if _, err := fmt.Sscanf(e.Message, "deleted %d dependent(s)", &k); err != nil {
+				t.Fatalf("summary %q: %v", e.Message, err)
+			}
+			total += k
+		}
+		summaries = len(l.Items)
+		return total == n, nil
+	})
+	count := func(prefix string) int {
+		c := 0
+		for _, call := range run.calls.snapshot()[before:] {
+			if strings.HasPrefix(call, prefix) {
+				c++
+			}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		what, prefix string
+		want         int
+	}{
+		{"live GETs of the owner", "GET /api/v1/namespaces/memo-owner/configmaps/a", 1},
+		{"GETs of dependents", "GET /api/v1/namespaces/memo-deps/", 0},
+		{"DELETEs of dependents", "DELETE /api/v1/namespaces/memo-deps/configmaps/", n},
+		{"events created (one per summary)", "POST /apis/events.k8s.io/v1/namespaces/memo-owner/events", summaries},
+	} {
+		if got := count(tc.prefix); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.what, got, tc.want)
+		}
+	}
+}
+
+// TestMemoIsPerUID: an owner deleted and re-created under the same name is
+// another owner to the memo of gone owners. A dependent linked to the old
+// UID is collected on the memo's word; one linked to the new UID is kept,
+// and the memo never holds the new owner gone.
+func TestMemoIsPerUID(t *testing.T) {
+	var deletes sync.Map
+	run := startController(t, func(_ context.Context, r request) { deletes.Store(r.Name, true) })
+	ns := namespace(t, "memo-uid")
+	old := ownerCM(t, ns, "a", "", false)
+	clusterRole(t, "memo-uid-first", old)
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "clusterrole/memo-uid-first", getCR("memo-uid-first"))
+	oldLink := linkOf(t, clusterRole(t, "memo-uid-late", old))
+	if !run.r.gone.known(keyOf(oldLink)) {
+		t.Error("the memo does not hold the deleted owner gone")
+	}
+
+	renewed := ownerCM(t, ns, "a", "", false)
+	newLink := linkOf(t, clusterRole(t, "memo-uid-new", renewed))
+	gone(t, "clusterrole/memo-uid-late (linked to the old UID)", getCR("memo-uid-late"))
+	eventually(t, "the owner cache to hold the re-created owner", func(context.Context) (bool, error) {
+		st, _, err := run.r.checkOwner(bg, newLink)
+		return err == nil && st == ownerAlive, err
+	})
+	if run.r.gone.known(keyOf(newLink)) {
+		t.Error("the memo holds the re-created owner gone")
+	}
+	mustExist(t, "clusterrole/memo-uid-new (linked to the re-created owner)", getCR("memo-uid-new"))
+	if _, ok := deletes.Load("memo-uid-new"); ok {
+		t.Error("the controller tried to delete the re-created owner's dependent")
+	}
+}
+
+func linkOf(t testing.TB, obj metav1.Object) links.OwnerLink {
+	t.Helper()
+	ls, err := links.Owners(obj)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("owner links of %s: %v %v", obj.GetName(), ls, err)
+	}
+	return ls[0]
 }

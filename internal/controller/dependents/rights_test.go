@@ -10,14 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	links "github.com/teardown-dev/teardown/pkg/dependents"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // TestMissingPermissionIsReported runs the controller as a user that may
 // read everything but delete nothing: the dependent of a gone owner is not
-// deleted, and gets a Warning event naming the verb and the resource.
+// deleted, and gets a Warning event MissingPermission naming the verb, the
+// resource and the aggregation label that grants it.
 func TestMissingPermissionIsReported(t *testing.T) {
 	ctx := context.Background()
 	const user = "teardown-read-only"
@@ -61,13 +64,69 @@ func TestMissingPermissionIsReported(t *testing.T) {
 	if err := kube.CoreV1().ConfigMaps(ownerNS).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The message is the SelfSubjectAccessReview's verdict, not RBAC's words.
 	msg := eventMessage(t, depNS, "ConfigMap", "dependent", ReasonMissingPermission)
-	for _, want := range []string{`cannot delete resource "configmaps"`, "teardown.dev/aggregate-to-controller=true"} {
+	for _, want := range []string{
+		"teardown's controller may not delete configmaps in namespace perm-dep",
+		`grant verb delete on resource configmaps (group "")`,
+		"with a ClusterRole labelled teardown.dev/aggregate-to-controller=true",
+	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("event %q lacks %q", msg, want)
 		}
 	}
 	if _, err := kube.CoreV1().ConfigMaps(depNS).Get(ctx, "dependent", metav1.GetOptions{}); err != nil {
 		t.Errorf("the dependent should still exist: %v", err)
+	}
+}
+
+// TestAdmissionRefusalIsReported: RBAC lets the controller delete, but
+// admission refuses the DELETE (the dependent carries teardown's lien
+// label, so the lien deny policy installed with teardown refuses it). The
+// dependent is kept and gets a Warning event Refused with admission's own
+// words, not MissingPermission.
+func TestAdmissionRefusalIsReported(t *testing.T) {
+	ctx := context.Background()
+	startController(t, nil)
+	ownerNS, depNS := namespace(t, "refused-owner"), namespace(t, "refused-dep")
+	owner := ownerCM(t, ownerNS, "owner", "", false)
+	dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:        "protected",
+		Labels:      map[string]string{lien.Label: "true"},
+		Annotations: map[string]string{lien.Annotation: "test-lien"},
+	}}
+	if err := links.SetOwner(dep, owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(depNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Runs before the namespace's cleanup: unprotected, it can go.
+		_, _ = kube.CoreV1().ConfigMaps(depNS).Patch(ctx, "protected", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"`+lien.Label+`":null},"annotations":{"`+lien.Annotation+`":null}}}`), metav1.PatchOptions{})
+	})
+	if err := kube.CoreV1().ConfigMaps(ownerNS).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msg := eventMessage(t, depNS, "ConfigMap", "protected", ReasonRefused)
+	for _, want := range []string{
+		"admission refused teardown's controller to delete configmaps",
+		"teardown-lien-deny",
+		"is refused: it is protected by teardown lien(s) test-lien",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("event %q lacks %q", msg, want)
+		}
+	}
+	if _, err := kube.CoreV1().ConfigMaps(depNS).Get(ctx, "protected", metav1.GetOptions{}); err != nil {
+		t.Errorf("the protected dependent should still exist: %v", err)
+	}
+	list, err := kube.CoreV1().Events(depNS).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + ReasonMissingPermission})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("an admission refusal was reported as MissingPermission: %q", list.Items[0].Message)
 	}
 }

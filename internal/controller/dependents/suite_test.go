@@ -6,13 +6,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/teardown-dev/teardown/localcluster"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // cfg is the admin configuration of the package's one control plane.
@@ -34,23 +32,17 @@ var (
 	dyn  dynamic.Interface
 )
 
+// TestMain starts the package's control plane with teardown installed (its
+// lien policies refuse deletes in the admission test), trusting the admin
+// user the in-process controllers run as.
 func TestMain(m *testing.M) {
-	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c.RESTConfig()
-	cfg.QPS, cfg.Burst = 200, 400
-	kube = kubernetes.NewForConfigOrDie(cfg)
-	dyn = dynamic.NewForConfigOrDie(cfg)
-	ctrl.SetLogger(logr.Discard())
-	code := m.Run()
-	if err := c.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	os.Exit(code)
+	testenv.Main(m, func(admin *rest.Config) error {
+		cfg = admin
+		cfg.QPS, cfg.Burst = 200, 400
+		kube = kubernetes.NewForConfigOrDie(cfg)
+		dyn = dynamic.NewForConfigOrDie(cfg)
+		return nil
+	}, func() {})
 }
 
 // calls records the API requests the controller made, in order.

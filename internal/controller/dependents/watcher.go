@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
@@ -59,9 +61,10 @@ type watcher struct {
 	policies   map[schema.GroupVersionResource]*informer
 	owners     map[schema.GroupVersionResource]*informer
 
-	// goneAt remembers when an owner was first seen gone, for the
-	// owner-gone-to-dependent-gone histogram.
-	goneAt sync.Map // types.UID -> time.Time
+	// goneAt remembers when an owner was first seen gone (its delete
+	// event, or a live GET), for the owner-gone-to-dependent-gone
+	// histogram; bounded as the memo of gone owners is.
+	goneAt *kcache.LRUExpireCache // types.UID -> time.Time
 }
 
 func newWatcher(meta metadata.Interface, disc discovery.DiscoveryInterface, interval time.Duration) *watcher {
@@ -73,7 +76,24 @@ func newWatcher(meta metadata.Interface, disc discovery.DiscoveryInterface, inte
 		dependents: map[schema.GroupVersionResource]*informer{},
 		policies:   map[schema.GroupVersionResource]*informer{},
 		owners:     map[schema.GroupVersionResource]*informer{},
+		goneAt:     kcache.NewLRUExpireCache(goneMemoSize),
 	}
+}
+
+// seenGone records when owner uid was first seen gone.
+func (w *watcher) seenGone(uid types.UID) {
+	if _, ok := w.goneAt.Get(uid); !ok {
+		w.goneAt.Add(uid, time.Now(), goneTTL)
+	}
+}
+
+// goneSince tells when owner uid was first seen gone.
+func (w *watcher) goneSince(uid types.UID) (time.Time, bool) {
+	t, ok := w.goneAt.Get(uid)
+	if !ok {
+		return time.Time{}, false
+	}
+	return t.(time.Time), true
 }
 
 func (w *watcher) String() string { return "teardown dependents and owners (metadata informers)" }
@@ -425,7 +445,7 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 			// reconciler's live GET tells them apart.
 			self(m)
 			if !policy {
-				w.goneAt.LoadOrStore(m.UID, time.Now())
+				w.seenGone(m.UID)
 			}
 			deps(m)
 		},
