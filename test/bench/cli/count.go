@@ -12,19 +12,29 @@ import (
 )
 
 // kubectlRows counts the objects `kubectl get` printed: one line each, less
-// the NAME header every resource's table starts with.
+// the header every resource's table starts with (NAME, or LAST SEEN for
+// events).
 func kubectlRows(out string) int {
 	n := 0
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "NAME ") || line == "NAME" {
+		if strings.TrimSpace(line) == "" || isHeader(line) {
 			continue
 		}
 		n++
 	}
 	return n
+}
+
+func isHeader(line string) bool {
+	for _, h := range []string{"NAME", "LAST SEEN"} {
+		if line == h || strings.HasPrefix(line, h+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // whyContent is the size of the namespace's content as `teardown why`

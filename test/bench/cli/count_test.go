@@ -15,9 +15,11 @@ secret-1  Opaque   1      5m
 
 NAME                     STATUS    VOLUME   CAPACITY
 data-0                   Pending
+LAST SEEN   TYPE     REASON    OBJECT              MESSAGE
+2m          Normal   Created   lien/keep-release   marked 10 objects
 `
-	if got := kubectlRows(out); got != 4 {
-		t.Errorf("kubectlRows = %d, want 4", got)
+	if got := kubectlRows(out); got != 5 {
+		t.Errorf("kubectlRows = %d, want 5", got)
 	}
 }
 
