@@ -315,3 +315,95 @@ func CheckFinal(live []Live, deps []DependentFact) []Violation {
 func sortViolations(vs []Violation) {
 	sort.Slice(vs, func(i, j int) bool { return vs[i].String() < vs[j].String() })
 }
+
+// PlanFact is a Teardown plan the soak created: its trigger, the objects
+// its one step deletes, and the ClusterRole it keeps until done.
+// Triggered means the soak deleted the trigger, and the kept ClusterRole
+// with it (helm uninstall), once the plan was armed.
+type PlanFact struct {
+	Name      string
+	Trigger   types.UID
+	Steps     []types.UID
+	Kept      types.UID
+	Triggered bool
+}
+
+// CheckPlanHistory checks, over the recorded history, that no object a
+// plan's step deletes is gone before the plan's trigger began to be
+// deleted (unless its own namespace was being deleted), and that a kept
+// ClusterRole the soak deleted outlived every object of the step.
+func CheckPlanHistory(h *History, plans []PlanFact) []Violation {
+	var out []Violation
+	for _, p := range plans {
+		trigger := h.Get(p.Trigger)
+		var kept *Object
+		keptGone := int64(-1)
+		if p.Triggered {
+			if kept = h.Get(p.Kept); kept != nil {
+				if r, ok := kept.DeletedRV(); ok {
+					keptGone = r
+				}
+			}
+		}
+		for _, uid := range p.Steps {
+			o := h.Get(uid)
+			if o == nil {
+				continue
+			}
+			gone, ok := o.DeletedRV()
+			if !ok {
+				if keptGone >= 0 {
+					out = append(out, Violation{"premature-deletion", fmt.Sprintf("%s kept until plan %s was done is gone (revision %d) while %s, which the plan deletes, is not", kept, p.Name, keptGone, o)})
+				}
+				continue
+			}
+			if keptGone >= 0 && keptGone < gone {
+				out = append(out, Violation{"premature-deletion", fmt.Sprintf("%s kept until plan %s was done is gone (revision %d) before %s (revision %d), which the plan deletes", kept, p.Name, keptGone, o, gone)})
+			}
+			if ns := h.namespaceAt(o.Namespace, gone); ns != nil {
+				if s, ok := ns.DeletionStartRV(); ok && s <= gone {
+					continue // its own namespace took it
+				}
+			}
+			start := int64(-1)
+			if trigger != nil {
+				if s, ok := trigger.DeletionStartRV(); ok {
+					start = s
+				}
+			}
+			if start < 0 || gone < start {
+				out = append(out, Violation{"premature-deletion", fmt.Sprintf("%s was deleted (revision %d) before plan %s was triggered (%s)", o, gone, p.Name, rvString(start))})
+			}
+		}
+	}
+	sortViolations(out)
+	return out
+}
+
+// PlanState is a plan at the end of the run.
+type PlanState struct {
+	Name         string
+	Phase        string
+	TriggerLive  bool // the trigger still exists (every plan was triggered)
+	KeepLienLive bool // its keepUntilDone ClusterLien still exists
+}
+
+// CheckPlans checks the plans after convergence: every trigger was
+// deleted, so every plan has Succeeded, its trigger is gone (its finalizer
+// released) and its keepUntilDone ClusterLien is gone.
+func CheckPlans(states []PlanState) []Violation {
+	var out []Violation
+	for _, s := range states {
+		if s.Phase != "Succeeded" {
+			out = append(out, Violation{"hang", fmt.Sprintf("plan %s is %q after its trigger was deleted", s.Name, s.Phase)})
+		}
+		if s.TriggerLive {
+			out = append(out, Violation{"hang", fmt.Sprintf("the trigger of plan %s still exists", s.Name)})
+		}
+		if s.KeepLienLive {
+			out = append(out, Violation{"finalizer", fmt.Sprintf("the keepUntilDone ClusterLien of plan %s still exists", s.Name)})
+		}
+	}
+	sortViolations(out)
+	return out
+}

@@ -150,3 +150,78 @@ func TestCheckFinal(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+func TestCheckPlanHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events func(h *History)
+		want   []string
+	}{{
+		name: "the plan ran on its trigger and kept the RBAC until done",
+		events: func(h *History) {
+			rec(h, "ConfigMap", "a", "trigger", "t", "10", nil, false, false)
+			rec(h, "ConfigMap", "a", "data", "d", "11", nil, false, false)
+			rec(h, "ClusterRole", "", "rbac", "k", "12", nil, false, false)
+			rec(h, "ConfigMap", "a", "trigger", "t", "20", nil, true, false)
+			rec(h, "ClusterRole", "", "rbac", "k", "21", nil, true, false)
+			rec(h, "ConfigMap", "a", "data", "d", "22", nil, false, true)
+			rec(h, "ClusterRole", "", "rbac", "k", "25", nil, false, true)
+			rec(h, "ConfigMap", "a", "trigger", "t", "26", nil, false, true)
+		},
+	}, {
+		name: "a step object deleted before the trigger",
+		events: func(h *History) {
+			rec(h, "ConfigMap", "a", "trigger", "t", "10", nil, false, false)
+			rec(h, "ConfigMap", "a", "data", "d", "11", nil, false, false)
+			rec(h, "ConfigMap", "a", "data", "d", "15", nil, false, true)
+			rec(h, "ConfigMap", "a", "trigger", "t", "20", nil, true, false)
+		},
+		want: []string{"premature-deletion: ConfigMap a/data was deleted (revision 15) before plan p was triggered (revision 20)"},
+	}, {
+		name: "the kept RBAC gone before the step's object",
+		events: func(h *History) {
+			rec(h, "ConfigMap", "a", "trigger", "t", "10", nil, false, false)
+			rec(h, "ConfigMap", "a", "data", "d", "11", nil, false, false)
+			rec(h, "ClusterRole", "", "rbac", "k", "12", nil, false, false)
+			rec(h, "ConfigMap", "a", "trigger", "t", "20", nil, true, false)
+			rec(h, "ClusterRole", "", "rbac", "k", "21", nil, false, true)
+			rec(h, "ConfigMap", "a", "data", "d", "22", nil, false, true)
+		},
+		want: []string{"premature-deletion: ClusterRole rbac kept until plan p was done is gone (revision 21) before ConfigMap a/data (revision 22), which the plan deletes"},
+	}, {
+		name: "its namespace took the step's object first",
+		events: func(h *History) {
+			rec(h, "Namespace", "", "a", "ns", "5", nil, false, false)
+			rec(h, "ConfigMap", "a", "trigger", "t", "10", nil, false, false)
+			rec(h, "ConfigMap", "a", "data", "d", "11", nil, false, false)
+			rec(h, "Namespace", "", "a", "ns", "14", nil, true, false)
+			rec(h, "ConfigMap", "a", "data", "d", "15", nil, false, true)
+			rec(h, "ConfigMap", "a", "trigger", "t", "16", nil, true, false)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHistory()
+			tc.events(h)
+			got := strs(CheckPlanHistory(h, []PlanFact{{Name: "p", Trigger: "t", Steps: []types.UID{"d"}, Kept: "k", Triggered: true}}))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckPlans(t *testing.T) {
+	got := strs(CheckPlans([]PlanState{
+		{Name: "done", Phase: "Succeeded"},
+		{Name: "stuck", Phase: "Running", TriggerLive: true},
+		{Name: "leaky", Phase: "Succeeded", KeepLienLive: true},
+	}))
+	want := []string{
+		"finalizer: the keepUntilDone ClusterLien of plan leaky still exists",
+		"hang: plan stuck is \"Running\" after its trigger was deleted",
+		"hang: the trigger of plan stuck still exists",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}

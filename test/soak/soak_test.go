@@ -38,6 +38,8 @@ var (
 	gvrClusterRole = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
 	gvrNamespace   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	gvrLien        = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "liens"}
+	gvrTeardown    = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "teardowns"}
+	gvrClusterLien = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "clusterliens"}
 	recorded       = map[schema.GroupVersionResource]string{gvrConfigMap: "ConfigMap", gvrClusterRole: "ClusterRole", gvrNamespace: "Namespace", gvrLien: "Lien"}
 )
 
@@ -95,10 +97,16 @@ func TestSoak(t *testing.T) {
 		}
 	}
 
-	// Release everything: delete every lien the soak made.
+	// Release everything: delete every lien the soak made, and trigger
+	// every plan not triggered yet.
 	for _, l := range s.liens {
 		if !l.deleted {
 			s.deleteLien(l)
+		}
+	}
+	for _, p := range s.plans {
+		if !p.triggered {
+			s.trigger(p, time.Minute)
 		}
 	}
 	converge := 3 * time.Minute
@@ -115,6 +123,7 @@ func TestSoak(t *testing.T) {
 	stopRecorder()
 	s.recorderWG.Wait()
 	violations = append(violations, CheckHistory(s.hist, s.lienFacts(), s.depFacts())...)
+	violations = append(violations, CheckPlanHistory(s.hist, s.planFacts())...)
 	// The two convergence checks report a lasting violation twice: once is enough.
 	sortViolations(violations)
 	violations = slices.CompactFunc(violations, func(a, b Violation) bool { return a == b })
@@ -139,8 +148,8 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) namespace-deletions=%d violations=%d elapsed=%s",
-		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
+	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d) namespace-deletions=%d violations=%d elapsed=%s",
+		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, len(s.plans), s.plansSucceeded, s.plansTriggeredMidRun, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
 	fmt.Println(summary)
 	t.Log(summary)
 	if len(violations) > 0 {
@@ -172,6 +181,16 @@ type lienM struct {
 
 type blockedObj struct{ ns, name string }
 
+// planM is a Teardown plan: deleting its trigger (a ConfigMap) runs one
+// step that deletes the plan's data ConfigMaps, while keepUntilDone keeps
+// a ClusterRole (the operator's RBAC) until the plan is done.
+type planM struct {
+	name, ns, trigger, kept string
+	triggerUID, keptUID     types.UID
+	data                    []types.UID
+	triggered, nsDeleted    bool
+}
+
 type soak struct {
 	t    *testing.T
 	rng  *rand.Rand
@@ -184,6 +203,9 @@ type soak struct {
 	deps       []*dependent
 	liens      []*lienM
 	blocked    []blockedObj
+	plans      []*planM
+
+	plansSucceeded, plansTriggeredMidRun int
 
 	kills, stops, apiRestarts, kcmRestarts, conflicts, failed, nsDeletions int
 
@@ -217,6 +239,7 @@ func (s *soak) op() {
 		{14, s.createOwner}, {24, s.createDependent}, {11, s.deleteOwner}, {10, s.createLien},
 		{7, s.deleteProtected}, {6, s.deleteHolder}, {4, s.deleteRandomLien}, {3, s.deleteNamespace},
 		{10, s.conflictingWrites}, {3, s.deleteDependent}, {2, s.blockedDeletion},
+		{4, s.createPlan}, {3, s.triggerPlan},
 	}
 	total := 0
 	for _, e := range table {
@@ -483,6 +506,11 @@ func (s *soak) deleteNamespace() {
 			o.deleted = true
 		}
 	}
+	for _, p := range s.plans {
+		if p.ns == ns {
+			p.nsDeleted = true // the namespace deletes the trigger: the plan runs
+		}
+	}
 	s.newNamespace()
 }
 
@@ -578,6 +606,12 @@ func (s *soak) converge(timeout time.Duration) []Violation {
 		}
 		lastErr = nil
 		last = CheckFinal(live, s.depFacts())
+		plans, err := s.planStates(ctx)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last = append(last, CheckPlans(plans)...)
 		return len(last) == 0, nil
 	})
 	if lastErr != nil {
@@ -640,4 +674,154 @@ func (s *soak) record(ctx context.Context) {
 		}()
 	}
 	ready.Wait()
+}
+
+// createPlan creates an operator's objects and a Teardown for them: the
+// trigger, 1-3 data ConfigMaps the plan's step deletes, and a ClusterRole
+// kept until the plan is done.
+func (s *soak) createPlan() {
+	ctx := context.Background()
+	ns := s.pickNS()
+	n := s.next("plan")
+	p := &planM{name: "soak-" + s.run + "-" + n, ns: ns, trigger: "trigger-" + n, kept: "soak-" + s.run + "-kept-" + n}
+	trigger, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: p.trigger, Labels: s.labels()}}, metav1.CreateOptions{})
+	if err != nil {
+		s.fail("creating a plan's trigger", err)
+		return
+	}
+	p.triggerUID = trigger.UID
+	dataLabels := s.labels()
+	dataLabels["soak.teardown.dev/plan"] = n
+	for i := range 1 + s.rng.IntN(3) {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%s-%d", n, i), Labels: dataLabels}}, metav1.CreateOptions{})
+		if err != nil {
+			s.fail("creating a plan's data", err)
+			return
+		}
+		p.data = append(p.data, cm.UID)
+	}
+	kept, err := kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: p.kept, Labels: s.labels()}}, metav1.CreateOptions{})
+	if err != nil {
+		s.fail("creating a plan's kept ClusterRole", err)
+		return
+	}
+	p.keptUID = kept.UID
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "teardown.dev/v1alpha1", "kind": "Teardown",
+		"metadata": map[string]any{"name": p.name, "labels": map[string]any{runLabel: s.run}},
+		"spec": map[string]any{
+			"trigger":       map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": p.trigger},
+			"keepUntilDone": []any{map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": p.kept}},
+			"steps": []any{map[string]any{
+				"name": "delete-data",
+				"delete": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns,
+					"selector": map[string]any{"matchLabels": map[string]any{"soak.teardown.dev/plan": n}}},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(gvrTeardown).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		s.fail("creating a plan", err)
+		return
+	}
+	s.plans = append(s.plans, p)
+}
+
+// triggerPlan uninstalls an operator the way helm does: its trigger and
+// its RBAC deleted at once, once its plan is armed.
+func (s *soak) triggerPlan() {
+	var cands []*planM
+	for _, p := range s.plans {
+		if !p.triggered && !p.nsDeleted {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	if s.trigger(cands[s.rng.IntN(len(cands))], 0) {
+		s.plansTriggeredMidRun++
+	}
+}
+
+// trigger waits up to wait for p to be armed, then deletes its trigger
+// and its kept ClusterRole. A plan whose namespace was deleted was
+// triggered by the namespace: only its ClusterRole is deleted.
+func (s *soak) trigger(p *planM, wait time.Duration) bool {
+	ctx := context.Background()
+	deadline := time.Now().Add(wait)
+	for !s.armed(ctx, p) {
+		if time.Now().After(deadline) {
+			if wait > 0 {
+				s.fail("triggering plan "+p.name, fmt.Errorf("not armed after %v", wait))
+			}
+			return false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	p.triggered = true
+	if !p.nsDeleted {
+		if err := kube.CoreV1().ConfigMaps(p.ns).Delete(ctx, p.trigger, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.fail("deleting a plan's trigger", err)
+		}
+	}
+	if err := kube.RbacV1().ClusterRoles().Delete(ctx, p.kept, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		s.fail("deleting a plan's kept ClusterRole", err)
+	}
+	return true
+}
+
+// armed reports whether p's Armed condition is True, or the plan already
+// started (its namespace was deleted).
+func (s *soak) armed(ctx context.Context, p *planM) bool {
+	u, err := dyn.Resource(gvrTeardown).Get(ctx, p.name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "Running" || phase == "Succeeded" {
+		return true
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Armed" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *soak) planFacts() []PlanFact {
+	var out []PlanFact
+	for _, p := range s.plans {
+		out = append(out, PlanFact{Name: p.name, Trigger: p.triggerUID, Steps: p.data, Kept: p.keptUID, Triggered: p.triggered})
+	}
+	return out
+}
+
+// planStates reads every plan, its trigger and its keepUntilDone lien.
+func (s *soak) planStates(ctx context.Context) ([]PlanState, error) {
+	s.plansSucceeded = 0
+	var out []PlanState
+	for _, p := range s.plans {
+		u, err := dyn.Resource(gvrTeardown).Get(ctx, p.name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		if phase == "Succeeded" {
+			s.plansSucceeded++
+		}
+		st := PlanState{Name: p.name, Phase: phase}
+		if cm, err := kube.CoreV1().ConfigMaps(p.ns).Get(ctx, p.trigger, metav1.GetOptions{}); err == nil && cm.UID == p.triggerUID {
+			st.TriggerLive = true
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if _, err := dyn.Resource(gvrClusterLien).Get(ctx, "teardown-"+p.name, metav1.GetOptions{}); err == nil {
+			st.KeepLienLive = true
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
