@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -179,13 +178,7 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 		t.Fatalf("the chart's lien policy was never enforced: %v", err)
 	}
 
-	uninstalled := make(chan error, 1)
-	go func() {
-		cmd := exec.Command(helm, "--kubeconfig", kubeconfig, "uninstall", "teardown", "-n", install.Namespace, "--wait", "--timeout", "3m")
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ helm uninstall\n%s", out)
-		uninstalled <- err
-	}()
+	waitUninstalled := doctortest.HelmUninstall(t, helm, kubeconfig, "teardown", install.Namespace)
 
 	// The hook Job appears: run what it would run.
 	jobs := cs.BatchV1().Jobs(install.Namespace)
@@ -217,26 +210,11 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps(install.Namespace).Get(ctx, "teardown-policy", metav1.GetOptions{}); err != nil {
 		t.Errorf("the ConfigMap teardown-policy should outlive the hook (Helm deletes it after): %v", err)
 	}
-	now := metav1.Now()
-	job.Status = batchv1.JobStatus{
-		StartTime: &now, CompletionTime: &now, Succeeded: 1,
-		Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
-	}
-	if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("reporting the hook Job complete: %v", err)
+	if err := doctortest.CompleteJob(ctx, jobs, job); err != nil {
+		t.Fatal(err)
 	}
 
-	select {
-	case err := <-uninstalled:
-		if err != nil {
-			t.Fatalf("helm uninstall: %v", err)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatal("helm uninstall did not finish")
-	}
+	waitUninstalled()
 	if _, err := cs.AppsV1().Deployments(install.Namespace).Get(ctx, "teardown-controller", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Deployment after helm uninstall: %v, want NotFound", err)
 	}

@@ -5,7 +5,6 @@ package run_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -63,15 +62,7 @@ func TestHelmPreDeleteHook(t *testing.T) {
 	}
 	defer env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
 
-	uninstalled := make(chan error, 1)
-	go func() {
-		home := t.TempDir()
-		cmd := exec.Command(helm, "uninstall", release, "-n", ns, "--wait", "--timeout", "3m", "--kubeconfig", env.Kubeconfig)
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
-		out, err := cmd.CombinedOutput()
-		t.Logf("$ helm uninstall\n%s", out)
-		uninstalled <- err
-	}()
+	waitUninstalled := doctortest.HelmUninstall(t, helm, env.Kubeconfig, release, ns)
 
 	// The hook Job appears: run what it would run.
 	jobs := env.Kube.BatchV1().Jobs(ns)
@@ -100,26 +91,11 @@ func TestHelmPreDeleteHook(t *testing.T) {
 	if code != cmdutil.ExitOK {
 		t.Fatalf("teardown run as the hook's service account: exit %d", code)
 	}
-	now := metav1.Now()
-	job.Status = batchv1.JobStatus{
-		StartTime: &now, CompletionTime: &now, Succeeded: 1,
-		Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
-	}
-	if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("reporting the hook Job complete: %v", err)
+	if err := doctortest.CompleteJob(ctx, jobs, job); err != nil {
+		t.Fatal(err)
 	}
 
-	select {
-	case err := <-uninstalled:
-		if err != nil {
-			t.Fatalf("helm uninstall: %v", err)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatal("helm uninstall did not finish")
-	}
+	waitUninstalled()
 	if _, err := env.Dynamic.Resource(doctortest.WidgetGVR).Namespace(ns).Get(ctx, "w1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("widget w1 after the hook: %v, want NotFound", err)
 	}

@@ -8,6 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 )
 
 // HelmVersion is the real Helm client the orphans scenario installs with.
@@ -63,4 +69,52 @@ func (e *Env) Helm(t *testing.T, helm string, args ...string) string {
 		t.Fatalf("helm %s: %v", strings.Join(args, " "), err)
 	}
 	return string(out)
+}
+
+// CompleteJob reports job complete, as kube-controller-manager would once
+// its pod succeeded. The local control plane runs no kubelet: a test that
+// plays a Helm hook's Job runs what the Job would run, then reports it done
+// with this, and helm goes on.
+func CompleteJob(ctx context.Context, jobs batchv1client.JobInterface, job *batchv1.Job) error {
+	now := metav1.Now()
+	job = job.DeepCopy()
+	job.Status = batchv1.JobStatus{
+		StartTime: &now, CompletionTime: &now, Succeeded: 1,
+		Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+	}
+	if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("reporting job %s complete: %w", job.Name, err)
+	}
+	return nil
+}
+
+// HelmUninstall starts `helm uninstall --wait` of release in the
+// background, so that the test can play the release's hooks meanwhile. The
+// function it returns waits for helm (at most three minutes) and fails the
+// test if helm failed.
+func HelmUninstall(t *testing.T, helm, kubeconfig, release, ns string) (wait func()) {
+	t.Helper()
+	home := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		cmd := exec.Command(helm, "uninstall", release, "-n", ns, "--wait", "--timeout", "3m", "--kubeconfig", kubeconfig)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ helm uninstall %s\n%s", release, out)
+		done <- err
+	}()
+	return func() {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("helm uninstall %s: %v", release, err)
+			}
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("helm uninstall %s did not finish", release)
+		}
+	}
 }
