@@ -32,20 +32,27 @@ func Steady(samples []Sample, n int, tol float64) (int64, bool) {
 	return median, float64(last[n-1]-last[0]) <= tol*float64(median)
 }
 
-// gcLine matches the heap sizes of a GODEBUG=gctrace=1 line: at the
-// start of the cycle, at its end, and live (marked) after it, in MiB.
-var gcLine = regexp.MustCompile(`(?m)^gc \d+ @.* (\d+)->(\d+)->(\d+) MB`)
+// gcLine matches a GODEBUG=gctrace=1 line: the heap at the start of the
+// cycle, at its end, and live (marked) after it, in MiB, after a
+// "GC forced" line when the runtime forced it (its two-minute periodic
+// collection).
+var gcLine = regexp.MustCompile(`(?m)^(GC forced\n)?gc \d+ @.* (\d+)->(\d+)->(\d+) MB`)
 
-// LiveHeap is the live heap the last garbage collection in a
-// GODEBUG=gctrace=1 log found, in bytes, and whether the log has one.
-func LiveHeap(log []byte) (int64, bool) {
-	all := gcLine.FindAllSubmatch(log, -1)
-	if len(all) == 0 {
-		return 0, false
+// GC is one garbage collection in a GODEBUG=gctrace=1 log.
+type GC struct {
+	Live   int64 // bytes marked live
+	Forced bool  // the runtime's periodic collection, not a heap goal reached
+}
+
+// GCs are the garbage collections a GODEBUG=gctrace=1 log records, in order.
+func GCs(log []byte) []GC {
+	var out []GC
+	for _, m := range gcLine.FindAllSubmatch(log, -1) {
+		mb, err := strconv.ParseInt(string(m[4]), 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, GC{Live: mb << 20, Forced: len(m[1]) > 0})
 	}
-	mb, err := strconv.ParseInt(string(all[len(all)-1][3]), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return mb << 20, true
+	return out
 }

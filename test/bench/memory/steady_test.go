@@ -3,6 +3,8 @@ package memory
 import (
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestSteady(t *testing.T) {
@@ -35,17 +37,19 @@ func TestSteady(t *testing.T) {
 	}
 }
 
-func TestLiveHeap(t *testing.T) {
+func TestGCs(t *testing.T) {
 	log := []byte(`I0101 00:00:00.000000 1 garbagecollector.go:166] "Garbage collector: all resource monitors have synced"
 gc 1 @0.011s 3%: 0.010+1.2+0.003 ms clock, 0.021+0.30/0.85/0+0.007 ms cpu, 3->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P
-gc 2 @0.5s 1%: 0.020+2.0+0.004 ms clock, 0.040+0.1/1.5/0+0.008 ms cpu, 40->41->23 MB, 42 MB goal, 0 MB stacks, 1 MB globals, 2 P
 {"level":"info","msg":"Starting workers"}
+gc 2 @0.5s 1%: 0.020+2.0+0.004 ms clock, 0.040+0.1/1.5/0+0.008 ms cpu, 40->41->23 MB, 42 MB goal, 0 MB stacks, 1 MB globals, 2 P
+GC forced
+gc 3 @121.5s 0%: 0.020+2.0+0.004 ms clock, 0.040+0.1/1.5/0+0.008 ms cpu, 30->30->21 MB, 46 MB goal, 0 MB stacks, 1 MB globals, 2 P
 `)
-	got, ok := LiveHeap(log)
-	if !ok || got != 23<<20 {
-		t.Errorf("LiveHeap = %d, %v; want %d, true", got, ok, 23<<20)
+	want := []GC{{Live: 1 << 20}, {Live: 23 << 20}, {Live: 21 << 20, Forced: true}}
+	if diff := cmp.Diff(want, GCs(log)); diff != "" {
+		t.Error(diff)
 	}
-	if _, ok := LiveHeap([]byte("no collection yet\n")); ok {
-		t.Error("LiveHeap found a collection in a log without one")
+	if got := GCs([]byte("no collection yet\n")); len(got) != 0 {
+		t.Errorf("GCs found %v in a log without a collection", got)
 	}
 }

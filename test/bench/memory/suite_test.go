@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -27,16 +28,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "teardown-bench-memory-")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	workDir = dir
 	// The cluster's own kube-controller-manager runs no garbage collector:
 	// the only one is the measured process.
 	kit.Main(m, localcluster.Options{Controllers: []string{"namespace"}}, func(c *localcluster.Cluster) error {
 		cluster = c
+		// Under the cluster's directory, which its Stop removes.
+		workDir = filepath.Join(c.Dir(), "bench-memory")
+		if err := os.MkdirAll(workDir, 0o755); err != nil {
+			return err
+		}
 		cfg := c.RESTConfig()
 		cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, "teardown-bench-driver"
 		kube = kubernetes.NewForConfigOrDie(cfg)
@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		kcm = bins.ControllerManager
-		if teardown, err = kit.BuildTeardown(dir); err != nil {
+		if teardown, err = kit.BuildTeardown(workDir); err != nil {
 			return err
 		}
 		return install.Apply(context.Background(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard)
