@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	links "github.com/teardown-dev/teardown/pkg/dependents"
@@ -134,18 +135,26 @@ func TestOwnerKey(t *testing.T) {
 func TestDeletedSummary(t *testing.T) {
 	a := links.OwnerLink{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns1", Name: "a", UID: "ua"}
 	b := links.OwnerLink{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns1", Name: "b", UID: "ub"}
-	var got []string
-	s := newDeletedSummary(func(o links.OwnerLink, note string) { got = append(got, o.Name+": "+note) })
-	for i := 11; i >= 0; i-- {
-		s.add([]links.OwnerLink{a}, fmt.Sprintf("configmaps ns2/d-%02d", i))
+	dep := func(name string) deletedDependent {
+		return deletedDependent{name: name, obj: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 	}
-	s.add([]links.OwnerLink{a, b}, "clusterroles shared")
+	var got []string
+	s := newDeletedSummary(func(o links.OwnerLink, related *metav1.PartialObjectMetadata, note string) {
+		got = append(got, fmt.Sprintf("%s (related %s): %s", o.Name, related.Name, note))
+	})
+	for i := 11; i >= 0; i-- {
+		s.add([]links.OwnerLink{a}, dep(fmt.Sprintf("configmaps ns2/d-%02d", i)))
+	}
+	s.add([]links.OwnerLink{a, b}, dep("clusterroles shared"))
 	s.flush()
 	s.flush() // nothing pending: no event
+	s.add([]links.OwnerLink{b}, dep("configmaps ns2/later"))
+	s.flush()
 	want := []string{
-		"a: deleted 13 dependent(s), their owner being gone: clusterroles shared, configmaps ns2/d-00, configmaps ns2/d-01, configmaps ns2/d-02, " +
-			"configmaps ns2/d-03, configmaps ns2/d-04, configmaps ns2/d-05, configmaps ns2/d-06, configmaps ns2/d-07, configmaps ns2/d-08, and 3 more",
-		"b: deleted 1 dependent(s), their owner being gone: clusterroles shared",
+		"a (related clusterroles shared): deleted 13 dependent(s), their owner being gone: clusterroles shared, configmaps ns2/d-00, configmaps ns2/d-01, " +
+			"configmaps ns2/d-02, configmaps ns2/d-03, configmaps ns2/d-04, configmaps ns2/d-05, configmaps ns2/d-06, configmaps ns2/d-07, configmaps ns2/d-08, and 3 more",
+		"b (related clusterroles shared): deleted 1 dependent(s), their owner being gone: clusterroles shared",
+		"b (related configmaps ns2/later): deleted 1 dependent(s), their owner being gone: configmaps ns2/later",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("summaries (-want +got):\n%s", diff)

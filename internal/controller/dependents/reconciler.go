@@ -338,7 +338,11 @@ func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *meta
 		}
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted dependent: its owners are gone", "dependent", klog.KObj(dep), "gvr", req.GVR.String())
-	r.deleted.add(checked, req.GVR.Resource+" "+klog.KRef(req.Namespace, req.Name).String())
+	ref := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: dep.Namespace, Name: dep.Name, UID: dep.UID}}
+	if gvk, err := r.mapper.KindFor(req.GVR); err == nil {
+		ref.SetGroupVersionKind(gvk)
+	}
+	r.deleted.add(checked, deletedDependent{name: req.GVR.Resource + " " + klog.KObj(dep).String(), obj: ref})
 	return nil
 }
 
@@ -402,12 +406,12 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 	return nil
 }
 
-// ownerEvent records the DeletedDependent summary regarding owner, which
-// is gone: the event names it by its link.
-func (r *Reconciler) ownerEvent(owner links.OwnerLink, note string) {
+// ownerEvent records a DeletedDependent summary regarding owner, which is
+// gone (the event names it by its link), related to a dependent it names.
+func (r *Reconciler) ownerEvent(owner links.OwnerLink, related *metav1.PartialObjectMetadata, note string) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID}}
 	obj.SetGroupVersionKind(owner.GroupVersionKind())
-	r.events.Eventf(obj, nil, "Normal", ReasonDeletedDependent, "Delete", "%s", note)
+	r.events.Eventf(obj, related, "Normal", ReasonDeletedDependent, "Delete", "%s", note)
 }
 
 // event records an event regarding obj (of kind gvr), related to related.

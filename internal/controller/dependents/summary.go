@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -23,8 +25,13 @@ const summaryNames = 10
 // window into one event regarding that owner, instead of one event per
 // dependent: an event is an API call, and a drain of N dependents would
 // otherwise make N of them.
+//
+// Each event is related to the first dependent it names: the events
+// recorder folds events with the same regarding and related objects into
+// one series, keeping only the first note, so a long drain's later
+// summaries would otherwise be counted but not read.
 type deletedSummary struct {
-	emit func(owner links.OwnerLink, note string)
+	emit func(owner links.OwnerLink, related *metav1.PartialObjectMetadata, note string)
 
 	mu      sync.Mutex
 	pending map[ownerKey]*deletedBatch
@@ -32,15 +39,22 @@ type deletedSummary struct {
 
 type deletedBatch struct {
 	owner   links.OwnerLink
-	deleted []string
+	deleted []deletedDependent
 }
 
-func newDeletedSummary(emit func(owner links.OwnerLink, note string)) *deletedSummary {
+// deletedDependent is a dependent deleted: how an event names it, and a
+// reference to it (with its kind set).
+type deletedDependent struct {
+	name string
+	obj  *metav1.PartialObjectMetadata
+}
+
+func newDeletedSummary(emit func(owner links.OwnerLink, related *metav1.PartialObjectMetadata, note string)) *deletedSummary {
 	return &deletedSummary{emit: emit, pending: map[ownerKey]*deletedBatch{}}
 }
 
 // add records that dependent was deleted because owners were all gone.
-func (s *deletedSummary) add(owners []links.OwnerLink, dependent string) {
+func (s *deletedSummary) add(owners []links.OwnerLink, dependent deletedDependent) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range owners {
@@ -78,14 +92,18 @@ func (s *deletedSummary) flush() {
 	s.mu.Unlock()
 	for _, k := range slices.SortedFunc(maps.Keys(pending), compareOwnerKeys) {
 		b := pending[k]
-		s.emit(b.owner, deletedNote(b.deleted))
+		slices.SortFunc(b.deleted, func(x, y deletedDependent) int { return strings.Compare(x.name, y.name) })
+		s.emit(b.owner, b.deleted[0].obj, deletedNote(b.deleted))
 	}
 }
 
 // deletedNote says how many dependents were deleted and names the first
-// summaryNames of them, sorted.
-func deletedNote(deleted []string) string {
-	names := slices.Sorted(slices.Values(deleted))
+// summaryNames of them (deleted is sorted).
+func deletedNote(deleted []deletedDependent) string {
+	names := make([]string, len(deleted))
+	for i, d := range deleted {
+		names[i] = d.name
+	}
 	shown := names[:min(len(names), summaryNames)]
 	note := fmt.Sprintf("deleted %d dependent(s), their owner being gone: %s", len(names), strings.Join(shown, ", "))
 	if more := len(names) - len(shown); more > 0 {
