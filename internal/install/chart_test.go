@@ -167,10 +167,7 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
-	kept := keptConfigMap(t, cs)
-	dryRunDelete := func() error {
-		return cms.Delete(ctx, kept.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	}
+	kept, dryRunDelete := keptConfigMap(t, cs)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return apierrors.IsForbidden(dryRunDelete()), nil
 	})

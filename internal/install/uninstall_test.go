@@ -34,17 +34,22 @@ func teardown(t *testing.T, args ...string) (int, string, string) {
 }
 
 // keptConfigMap creates a lien-labelled ConfigMap in default, as the lien
-// controller would mark a protected object.
-func keptConfigMap(t *testing.T, cs kubernetes.Interface) *corev1.ConfigMap {
+// controller would mark a protected object, and returns it with a dry-run
+// DELETE of it.
+func keptConfigMap(t *testing.T, cs kubernetes.Interface) (*corev1.ConfigMap, func() error) {
 	t.Helper()
-	kept, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+	ctx := context.Background()
+	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
+	kept, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "kept-", Labels: map[string]string{lien.Label: lien.LabelDeny},
 		Annotations: map[string]string{lien.Annotation: `[{"lien":"default/test","reason":"uninstall test"}]`},
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kept
+	return kept, func() error {
+		return cms.Delete(ctx, kept.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	}
 }
 
 // liveObjects reports, for every object `teardown install` applies, whether
@@ -120,10 +125,7 @@ func TestUninstallDeletesThePoliciesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
-	kept := keptConfigMap(t, cs)
-	dryRunDelete := func() error {
-		return cms.Delete(ctx, kept.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	}
+	kept, dryRunDelete := keptConfigMap(t, cs)
 	if err := dryRunDelete(); !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting a lien-labelled object after teardown install: %v, want Forbidden", err)
 	}
