@@ -55,7 +55,7 @@ func cliComparison(b *testing.B) {
 	total := kit.Env("BENCH_CLI_OBJECTS", 20000)
 	reps := kit.Env("BENCH_REPS", 3)
 	ctx := context.Background()
-	created, err := populate(ctx, total)
+	created, err := populate(b, ctx, total)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,13 +6,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +34,7 @@ const (
 	claims       = 20
 	helmObjects  = 10 // cluster-scoped objects Helm installed from benchNS
 	orphanedHelm = 10 // cluster-scoped objects of a release whose namespace is gone
+	workers      = 32 // concurrent creations
 )
 
 var widgetGVR = schema.GroupVersionResource{Group: "bench.teardown.dev", Version: "v1", Resource: "widgets"}
@@ -134,7 +134,7 @@ func widgetsCRD() *apiextensionsv1.CustomResourceDefinition {
 
 // populate creates the namespace with about total objects and returns how
 // many it created in it, by kind.
-func populate(ctx context.Context, total int) (map[string]int, error) {
+func populate(tb testing.TB, ctx context.Context, total int) (map[string]int, error) {
 	started := time.Now()
 	if _, err := apiext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetsCRD(), metav1.CreateOptions{}); err != nil {
 		return nil, err
@@ -153,16 +153,14 @@ func populate(ctx context.Context, total int) (map[string]int, error) {
 	// The app ConfigMaps others are owned by, the lien's holder, the
 	// release record, the claims.
 	owners := make([]metav1.OwnerReference, appOwners)
-	if err := parallel(appOwners, func(i int) error {
+	kit.Parallel(tb, workers, appOwners, func(i int) error {
 		cm, err := kube.CoreV1().ConfigMaps(benchNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: app(i)}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
 		owners[i] = metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}
 		return nil
-	}); err != nil {
-		return nil, err
-	}
+	})
 	created["ConfigMap"] += appOwners
 	if _, err := kube.CoreV1().ConfigMaps(benchNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "release-holder"}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
@@ -176,7 +174,7 @@ func populate(ctx context.Context, total int) (map[string]int, error) {
 		return nil, err
 	}
 	created["Secret"]++
-	if err := parallel(claims, func(i int) error {
+	kit.Parallel(tb, workers, claims, func(i int) error {
 		_, err := kube.CoreV1().PersistentVolumeClaims(benchNS).Create(ctx, &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%02d", i)},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -186,17 +184,13 @@ func populate(ctx context.Context, total int) (map[string]int, error) {
 			},
 		}, metav1.CreateOptions{})
 		return err
-	}); err != nil {
-		return nil, err
-	}
+	})
 	created["PersistentVolumeClaim"] += claims
 
 	rest := total - appOwners - 2 - claims
 	for _, s := range workload(owners) {
 		n := rest * s.perMille / 1000
-		if err := parallel(n, func(i int) error { return s.create(ctx, i) }); err != nil {
-			return nil, fmt.Errorf("creating %ss: %w", s.kind, err)
-		}
+		kit.Parallel(tb, workers, n, func(i int) error { return s.create(ctx, i) })
 		created[s.kind] += n
 	}
 
@@ -263,36 +257,4 @@ func lienOnSecrets(ctx context.Context) error {
 		return fmt.Errorf("waiting for the controller to mark %d secrets: %w\n%s", protected, err, log)
 	}
 	return nil
-}
-
-// parallel runs f(0..n-1) on 32 workers; an object that already exists
-// counts as created (a retried request).
-func parallel(n int, f func(i int) error) error {
-	work := make(chan int)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for range min(32, max(n, 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := f(i); err != nil && !apierrors.IsAlreadyExists(err) {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return first
 }

@@ -11,31 +11,26 @@ import (
 	"strings"
 )
 
-// auditPolicy records every request but watches at Metadata level, once,
-// when the response is complete: enough to count who called what.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+// auditPolicy records every request but watches and the non-resource
+// paths ignored at Metadata level, once, when the response is complete:
+// enough to count who called what.
+func auditPolicy(ignored string) string {
+	return `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
 rules:
 - level: None
   verbs: ["watch"]
 - level: None
-  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/metrics", "/version", "/api", "/api/*", "/apis", "/apis/*", "/openapi/*"]
+  nonResourceURLs: [` + ignored + `]
 - level: Metadata
 `
+}
 
-// auditPolicyWithDiscovery also records discovery and /version: what a
-// command-line client pays for before its first list.
-const auditPolicyWithDiscovery = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
-rules:
-- level: None
-  verbs: ["watch"]
-- level: None
-  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/metrics"]
-- level: Metadata
-`
+const (
+	health    = `"/healthz*", "/readyz*", "/livez*", "/metrics"`
+	discovery = `"/version", "/api", "/api/*", "/apis", "/apis/*", "/openapi/*"`
+)
 
 // Audit is kube-apiserver's audit log, for counting the API calls a
 // component made during a window.
@@ -46,14 +41,14 @@ type Audit struct {
 // AuditFlags writes an audit policy into dir and returns the
 // kube-apiserver flags that log to dir/audit.log, and the Audit to read it.
 func AuditFlags(dir string) ([]string, *Audit, error) {
-	return auditFlags(dir, auditPolicy)
+	return auditFlags(dir, auditPolicy(health+", "+discovery))
 }
 
 // AuditFlagsWithDiscovery is AuditFlags with discovery (/api, /apis,
 // /openapi) and /version requests recorded too; their Calls have an empty
 // Resource and their Path set.
 func AuditFlagsWithDiscovery(dir string) ([]string, *Audit, error) {
-	return auditFlags(dir, auditPolicyWithDiscovery)
+	return auditFlags(dir, auditPolicy(health))
 }
 
 func auditFlags(dir, content string) ([]string, *Audit, error) {
