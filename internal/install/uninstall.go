@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -193,26 +194,36 @@ func (d *deleter) delete(ctx context.Context, u *unstructured.Unstructured) (boo
 	if err != nil {
 		return false, err
 	}
-	live, err := target.Get(ctx, u.GetName(), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		fmt.Fprintf(d.out, "absent %s\n", ref(u))
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading %s: %w", ref(u), err)
-	}
-	uid := live.GetUID()
-	del := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	if d.dryRun {
-		del.DryRun = []string{metav1.DryRunAll}
-	}
-	err = target.Delete(ctx, u.GetName(), del)
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		fmt.Fprintf(d.out, "absent %s\n", ref(u)) // gone, or replaced, meanwhile
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("deleting %s: %w", ref(u), err)
+	// The DELETE carries the UID and resourceVersion just read: an object
+	// changed since is read again, one replaced or gone is left alone.
+	var uid types.UID
+	for attempt := 0; ; attempt++ {
+		live, err := target.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || err == nil && uid != "" && live.GetUID() != uid {
+			fmt.Fprintf(d.out, "absent %s\n", ref(u))
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %s: %w", ref(u), err)
+		}
+		uid = live.GetUID()
+		rv := live.GetResourceVersion()
+		del := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}
+		if d.dryRun {
+			del.DryRun = []string{metav1.DryRunAll}
+		}
+		err = target.Delete(ctx, u.GetName(), del)
+		if apierrors.IsConflict(err) && attempt < 5 {
+			continue
+		}
+		if apierrors.IsNotFound(err) {
+			fmt.Fprintf(d.out, "absent %s\n", ref(u))
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("deleting %s: %w", ref(u), err)
+		}
+		break
 	}
 	if d.dryRun {
 		fmt.Fprintf(d.out, "would delete %s\n", ref(u))
