@@ -250,8 +250,14 @@ func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string
 
 // run ticks the plan once and stores the status.
 func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
-	if _, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone); err != nil {
-		return reconcile.Result{}, err
+	// keepUntilDone is kept while a step is left to run (a plan started
+	// before it was armed gets its lien here), never once every step has
+	// finished: then it is being released, and a lien made again would be
+	// released again, for ever.
+	if teardown.Current(&t.Spec, &t.Status) >= 0 {
+		if _, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	prev := t.Status.DeepCopy()
 	res, err := r.Runner.Tick(ctx, &t.Spec, t.Status)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/manager"
 )
 
 // TestSriovUninstall: the operator's Deployment is the trigger; it made
@@ -350,5 +351,53 @@ func TestInvalidPlansRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeepUntilDoneIsReleasedOnce: a plan whose steps finish at once
+// releases its keepUntilDone ClusterLien and ends; the executor must not
+// make the lien again once every step has finished (it did: the lien was
+// made and released for ever, and the plan never ended — found by the
+// soak). The lien controller is off, so the ClusterLien carries no
+// finalizer and goes at once when released: the case that looped.
+func TestKeepUntilDoneIsReleasedOnce(t *testing.T) {
+	ctx := context.Background()
+	stopController()
+	if err := startManager(cfg, manager.Options{Disabled: []string{"lien", "dependents"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stopController()
+		if err := startController(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	ns := namespace(t, "released-once")
+	data := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"}}
+	kept := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "released-once-operator"}}
+	create(t, data, kept)
+	defer deleteAll(t, kept)
+	plan := &v1alpha1.Teardown{
+		ObjectMeta: metav1.ObjectMeta{Name: "released-once"},
+		Spec: v1alpha1.TeardownSpec{
+			KeepUntilDone: []v1alpha1.ClusterLienTarget{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: kept.Name}},
+			Steps: []v1alpha1.TeardownStep{{
+				Name:   "delete-data",
+				Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: data.Name}},
+			}},
+		},
+	}
+	create(t, plan)
+	keep := &v1alpha1.ClusterLien{ObjectMeta: metav1.ObjectMeta{Name: "teardown-" + plan.Name}}
+	eventually(t, 30*time.Second, "the keepUntilDone ClusterLien to be made", func(ctx context.Context) (bool, error) {
+		ok, err := gone(ctx, keep)
+		return !ok, err
+	})
+	deleteAll(t, plan) // a plan without a trigger runs when it is deleted
+	eventually(t, time.Minute, "the plan to end and be gone", func(ctx context.Context) (bool, error) { return gone(ctx, plan) })
+	for _, o := range []client.Object{data, keep} {
+		if ok, err := gone(ctx, o); !ok || err != nil {
+			t.Errorf("%s should be gone after the plan: %v", o.GetName(), err)
+		}
 	}
 }

@@ -53,8 +53,13 @@ func TestMain(m *testing.M) {
 func startController() error { return startControllerAs(cfg) }
 
 // startControllerAs runs the manager with as's identity.
-func startControllerAs(as *rest.Config) error {
-	mgr, err := manager.New(as, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+func startControllerAs(as *rest.Config) error { return startManager(as, manager.Options{}) }
+
+// startManager runs the manager with as's identity and options o (no
+// metrics or probe servers).
+func startManager(as *rest.Config, o manager.Options) error {
+	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	mgr, err := manager.New(as, o)
 	if err != nil {
 		return err
 	}
