@@ -147,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		patch := client.MergeFrom(o.unwrap().DeepCopyObject().(client.Object))
 		controllerutil.AddFinalizer(o, CleanupFinalizer)
 		if err := r.Client.Patch(ctx, o.unwrap(), patch); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err)
+			return r.conflictOrError(fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err))
 		}
 	}
 
@@ -192,8 +192,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if handled, rerr := r.reportForbidden(ctx, o, err); handled {
 		return reconcile.Result{RequeueAfter: resync}, rerr
 	}
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	if err != nil {
-		return r.conflictOrError(err)
+		return reconcile.Result{}, err
 	}
 	for _, ns := range released {
 		r.nudge(ctx, ns)
@@ -223,11 +226,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: resync}, nil
 }
 
-// conflictOrError requeues silently on a conflict: someone changed the
-// object between our read and our write.
+// conflictOrError handles a refused write of the lien itself: a conflict
+// (someone changed it between our read and our write) requeues silently;
+// NotFound means it is gone, and its delete event cleans up after it.
 func (r *Reconciler) conflictOrError(err error) (reconcile.Result, error) {
-	if apierrors.IsConflict(err) {
+	switch {
+	case apierrors.IsConflict(err):
 		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, err
 }
