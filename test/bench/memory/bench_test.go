@@ -99,27 +99,27 @@ func compare(b *testing.B) {
 		return kit.Median(xs)
 	}
 	steady := func(r result) int64 { return r.steady }
-	t := kit.Table{
-		Title:  fmt.Sprintf("Resident memory (RSS) with the caches synced: baseline once settled, with objects after the runtime's periodic GC (median of %d)", reps),
-		Header: []string{"ConfigMaps watched", "teardown controller", "kube-controller-manager, garbagecollector only", "ratio (goal ≤ 0.5)"},
+	live := func(r result) int64 { return r.live }
+	for _, c := range []struct {
+		title string
+		of    func(result) int64
+	}{
+		{"Resident memory (RSS) with the caches synced: baseline once settled, with objects after the runtime's periodic GC", steady},
+		{"Live Go heap (GODEBUG=gctrace=1): baseline at the last GC, with objects at the periodic GC", live},
+	} {
+		t := kit.Table{
+			Title:  fmt.Sprintf("%s (median of %d)", c.title, reps),
+			Header: []string{"ConfigMaps watched", "teardown controller", "kube-controller-manager, garbagecollector only", "ratio (goal ≤ 0.5)"},
+		}
+		b0t, b0k := med(baseline[armTeardown], c.of), med(baseline[armKCM], c.of)
+		fT, fK := med(full[armTeardown], c.of), med(full[armKCM], c.of)
+		t.Add("none of the benchmark's (baseline)", mibs(b0t), mibs(b0k), kit.Ratio(b0t, b0k))
+		t.Add(objects, mibs(fT), mibs(fK), kit.Ratio(fT, fK))
+		t.Add("added per 1,000 objects", kibs((fT-b0t)/float64(objects)*1000), kibs((fK-b0k)/float64(objects)*1000), kit.Ratio(fT-b0t, fK-b0k))
+		t.Write(os.Stdout)
 	}
 	b0t, b0k := med(baseline[armTeardown], steady), med(baseline[armKCM], steady)
 	fT, fK := med(full[armTeardown], steady), med(full[armKCM], steady)
-	t.Add("none of the benchmark's (baseline)", mibs(b0t), mibs(b0k), kit.Ratio(b0t, b0k))
-	t.Add(objects, mibs(fT), mibs(fK), kit.Ratio(fT, fK))
-	t.Add("added per 1,000 objects", kibs((fT-b0t)/float64(objects)*1000), kibs((fK-b0k)/float64(objects)*1000), kit.Ratio(fT-b0t, fK-b0k))
-	t.Write(os.Stdout)
-	live := func(r result) int64 { return r.live }
-	h := kit.Table{
-		Title:  fmt.Sprintf("Live Go heap (GODEBUG=gctrace=1): baseline at the last GC, with objects at the periodic GC (median of %d)", reps),
-		Header: t.Header,
-	}
-	l0t, l0k := med(baseline[armTeardown], live), med(baseline[armKCM], live)
-	lT, lK := med(full[armTeardown], live), med(full[armKCM], live)
-	h.Add("none of the benchmark's (baseline)", mibs(l0t), mibs(l0k), kit.Ratio(l0t, l0k))
-	h.Add(objects, mibs(lT), mibs(lK), kit.Ratio(lT, lK))
-	h.Add("added per 1,000 objects", kibs((lT-l0t)/float64(objects)*1000), kibs((lK-l0k)/float64(objects)*1000), kit.Ratio(lT-l0t, lK-l0k))
-	h.Write(os.Stdout)
 	b.ReportMetric(kit.Ratio(fT, fK), "rss-ratio")
 	b.ReportMetric((fT-b0t)/float64(objects), "teardown-B/object")
 	b.ReportMetric((fK-b0k)/float64(objects), "kcm-B/object")
