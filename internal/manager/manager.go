@@ -13,6 +13,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -98,6 +99,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// New may run more than once in a process (each demo.Env's
 		// StartTeardown, tests): controller names repeat across managers.
 		Controller: config.Controller{SkipNameValidation: new(true)},
+		// No controller reads managedFields, and they are a large part of
+		// every cached copy (kube-controller-manager drops them too);
+		// writes from the cache are patches, which leave them be.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
