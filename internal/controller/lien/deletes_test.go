@@ -96,3 +96,29 @@ func deniedByPolicy(t *testing.T, policy string) float64 {
 	}
 	return sum
 }
+
+// TestStrayMarkersAreTakenOff: an object carries the Defer entry (and
+// finalizer) of a lien that does not exist — the marker write of a
+// controller killed mid-request, landing after the lien was released and
+// gone (the soak found one). Once the object is seen, a live read confirms
+// the lien gone and the marker comes off, so the object's deletion ends.
+func TestStrayMarkersAreTakenOff(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "strays")
+	// A live lien naming ConfigMaps, so that the controller watches them.
+	denyLien(t, ns, "watched")
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   ns,
+		Name:        "stray",
+		Labels:      map[string]string{lien.Label: lien.LabelDefer},
+		Annotations: map[string]string{lien.Annotation: `[{"lien":"` + ns + `/gone","reason":"released long ago","mode":"Defer"}]`},
+		Finalizers:  []string{lien.Finalizer},
+	}}
+	if err := k.Create(ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Delete(ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the stray marker to come off and the ConfigMap to go", func(ctx context.Context) (bool, error) { return gone(ctx, stray) })
+}

@@ -56,6 +56,7 @@ type Reconciler struct {
 	controller controller.Controller
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionKind]bool
+	strays     map[types.NamespacedName]map[strayRef]bool // see strays.go
 }
 
 // Setup registers the Lien and ClusterLien controllers with mgr.
@@ -137,8 +138,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
 			counts.set(r.kind(), req.String(), lienCount{}, true)
+			return reconcile.Result{}, r.releaseStrays(ctx, req.NamespacedName)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap()))
 	ctx = ctrl.LoggerInto(ctx, log)
@@ -576,7 +578,7 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, changed client.Object) []reconcile.Request {
-		return r.liensNaming(ctx, gvk)
+		return append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, gvk, changed)...)
 	}))
 	if err := r.controller.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
