@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
@@ -229,6 +230,9 @@ func (w *watcher) start(gvr schema.GroupVersionResource, tweak metadatainformer.
 		indexers = cache.Indexers{}
 	}
 	inf := metadatainformer.NewFilteredMetadataInformer(w.meta, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
+	// managedFields are read by nobody here and are a large part of each
+	// copy, as in the manager's cache (kube-controller-manager drops them too).
+	_ = inf.SetTransform(ctrlcache.TransformStripManagedFields())
 	_, _ = inf.AddEventHandler(h)
 	ctx, cancel := context.WithCancel(w.ctx)
 	go inf.RunWithContext(ctx)
