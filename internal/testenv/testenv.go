@@ -13,11 +13,13 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -99,4 +101,13 @@ func Eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// Gone reports whether obj no longer exists, reading it into obj if it does.
+func Gone(ctx context.Context, c client.Reader, obj client.Object) (bool, error) {
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -75,13 +74,7 @@ func stopController() {
 var eventually = testenv.Eventually
 
 // gone reports whether obj no longer exists.
-func gone(ctx context.Context, obj client.Object) (bool, error) {
-	err := k.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
-}
+func gone(ctx context.Context, obj client.Object) (bool, error) { return testenv.Gone(ctx, k, obj) }
 
 func createNamespace(t *testing.T, prefix string) string {
 	t.Helper()

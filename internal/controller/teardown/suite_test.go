@@ -82,13 +82,7 @@ func stopController() {
 var eventually = testenv.Eventually
 
 // gone reports whether obj no longer exists.
-func gone(ctx context.Context, obj client.Object) (bool, error) {
-	err := k.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
-}
+func gone(ctx context.Context, obj client.Object) (bool, error) { return testenv.Gone(ctx, k, obj) }
 
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
