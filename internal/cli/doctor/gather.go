@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -173,7 +175,32 @@ func GatherUnavailableAPIServices(ctx context.Context, dyn dynamic.Interface) ([
 // LienObject is what a Lien or ClusterLien object says, when the API is served.
 type LienObject struct {
 	Reason string
+	// HeldBy names the holders for people: [ns/]Kind/name, or
+	// Kind/(selector).
 	HeldBy []string
+	// Holders are the same holders, resolved for matching against objects.
+	Holders []Holder
+}
+
+// Holder is one heldBy entry of a lien, its namespace defaulted to the
+// Lien's.
+type Holder struct {
+	GroupKind schema.GroupKind
+	Namespace string
+	// Name is empty for a selector holder.
+	Name     string
+	Selector labels.Selector
+}
+
+// Holds reports whether the holder names the object gk ns/name with labels lbls.
+func (h Holder) Holds(gk schema.GroupKind, ns, name string, lbls map[string]string) bool {
+	if h.GroupKind != gk || h.Namespace != ns {
+		return false
+	}
+	if h.Name != "" {
+		return h.Name == name
+	}
+	return h.Selector != nil && h.Selector.Matches(labels.Set(lbls))
 }
 
 var (
@@ -208,12 +235,33 @@ func GatherLienObjects(ctx context.Context, dyn dynamic.Interface, names []strin
 				hname = "(selector)"
 			}
 			ref := kind + "/" + hname
-			if hns, _ := m["namespace"].(string); hns != "" {
+			hns, _ := m["namespace"].(string)
+			if hns != "" {
 				ref = hns + "/" + ref
 			}
 			lo.HeldBy = append(lo.HeldBy, ref)
+			lo.Holders = append(lo.Holders, holderOf(m, kind, ns, hns))
 		}
 		out[n] = lo
 	}
 	return out
+}
+
+// holderOf resolves one heldBy entry m of a lien in namespace lienNS ("" for
+// a ClusterLien); a selector that does not parse matches nothing.
+func holderOf(m map[string]any, kind, lienNS, ns string) Holder {
+	apiVersion, _ := m["apiVersion"].(string)
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	h := Holder{GroupKind: schema.GroupKind{Group: gv.Group, Kind: kind}, Namespace: ns}
+	if h.Namespace == "" {
+		h.Namespace = lienNS
+	}
+	h.Name, _ = m["name"].(string)
+	if sel, ok := m["selector"].(map[string]any); ok && h.Name == "" {
+		var ls metav1.LabelSelector
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, &ls); err == nil {
+			h.Selector, _ = metav1.LabelSelectorAsSelector(&ls)
+		}
+	}
+	return h
 }

@@ -82,7 +82,7 @@ func Diagnose(f *Facts) Diagnosis {
 	isNamespace := f.Target.GVK.Group == "" && f.Target.GVK.Kind == "Namespace"
 	managers := doctor.FinalizerManagers(obj.GetManagedFields())
 
-	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
+	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), gk: f.Target.GVK.GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName(), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
@@ -121,6 +121,8 @@ func Diagnose(f *Facts) Diagnosis {
 
 type objectRef struct {
 	ref, arg            string // arg: as kubectl takes it ("-n ns kind/name")
+	gk                  schema.GroupKind
+	namespace, name     string
 	labels, annotations map[string]string
 	finalizers          []string
 }
@@ -137,6 +139,7 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 		lien doctor.Lien
 		refs []string
 		args []string // kubectl arguments naming the objects
+		objs []objectRef
 	}
 	byName := map[string]*held{}
 	var order []string
@@ -151,9 +154,18 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			}
 			h.refs = append(h.refs, o.ref)
 			h.args = append(h.args, o.arg)
+			h.objs = append(h.objs, o)
 		}
 	}
 	sort.Strings(order)
+	protects := map[string][]objectRef{}
+	for _, key := range order {
+		h := byName[key]
+		if h.lien.Source == "teardown" {
+			protects[h.lien.Name] = append(protects[h.lien.Name], h.objs...)
+		}
+	}
+	cycles := lienCycles(f.LienObjects, protects)
 	var out []Finding
 	for _, key := range order {
 		h := byName[key]
@@ -184,9 +196,87 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), doctor.LienLabel))
 		}
 		fd.Facts = append(fd.Facts, Fact{"protects", names(h.refs)})
+		if c, ok := cycles[l.Name]; ok && l.Source == "teardown" {
+			fd.Facts = append(fd.Facts, Fact{"cycle", c})
+			fd.Advice = []string{
+				"the liens of this cycle wait on each other, so none is ever released by its holders going",
+				"the teardown controller releases the liens of a cycle once their namespace is being deleted (Held=False, CycleReleased)",
+				"otherwise delete one lien of the cycle: " + deleteLienCommand(l.Name),
+			}
+		}
 		out = append(out, fd)
 	}
 	return out
+}
+
+// lienCycles finds the liens that wait on themselves: lien L waits for
+// lien L' when one of L's holders is an object L' protects. It returns, per
+// lien on a cycle, the cycle in words, starting at that lien.
+func lienCycles(liens map[string]doctor.LienObject, protects map[string][]objectRef) map[string]string {
+	type edge struct{ to, via string }
+	edges := map[string][]edge{}
+	var names []string
+	for name := range protects {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, from := range names {
+		for _, h := range liens[from].Holders {
+			for _, to := range names {
+				for _, o := range protects[to] {
+					if h.Holds(o.gk, o.namespace, o.name, o.labels) {
+						edges[from] = append(edges[from], edge{to: to, via: o.ref})
+						break
+					}
+				}
+			}
+		}
+	}
+	out := map[string]string{}
+	for _, start := range names {
+		// Breadth first, so the cycle named is a shortest one.
+		prev := map[string]edge{}
+		queue := []string{start}
+		found := false
+		for len(queue) > 0 && !found {
+			cur := queue[0]
+			queue = queue[1:]
+			for _, e := range edges[cur] {
+				if e.to == start {
+					prev[start] = edge{to: cur, via: e.via}
+					found = true
+					break
+				}
+				if _, seen := prev[e.to]; !seen {
+					prev[e.to] = edge{to: cur, via: e.via}
+					queue = append(queue, e.to)
+				}
+			}
+		}
+		if !found {
+			continue
+		}
+		var steps []string
+		for at := start; ; {
+			p := prev[at]
+			steps = append([]string{fmt.Sprintf("lien %s is held by %s, which lien %s protects", p.to, p.via, at)}, steps...)
+			at = p.to
+			if at == start {
+				break
+			}
+		}
+		out[start] = strings.Join(steps, "; ")
+	}
+	return out
+}
+
+// deleteLienCommand is the kubectl command that deletes the lien named
+// name ("ns/name" for a Lien, "name" for a ClusterLien).
+func deleteLienCommand(name string) string {
+	if ns, n, ok := strings.Cut(name, "/"); ok {
+		return "kubectl delete lien -n " + ns + " " + n
+	}
+	return "kubectl delete clusterlien " + name
 }
 
 func names(refs []string) string {
@@ -459,7 +549,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 			reasons = append(reasons, fmt.Sprintf("lien %s (%s)", l.Name, l.Mode))
 		}
 		if len(liens) > 0 {
-			lienObjs = append(lienObjs, objectRef{ref: o.Ref(), arg: kubectlArg(resource.KindRef(o.Resource.GroupKind())+"/"+o.Name, o.Namespace), labels: o.Labels, annotations: o.Annotations, finalizers: o.Finalizers})
+			lienObjs = append(lienObjs, objectRef{ref: o.Ref(), arg: kubectlArg(resource.KindRef(o.Resource.GroupKind())+"/"+o.Name, o.Namespace), gk: o.Resource.GroupKind(), namespace: o.Namespace, name: o.Name, labels: o.Labels, annotations: o.Annotations, finalizers: o.Finalizers})
 		}
 		managers := doctor.FinalizerManagers(o.ManagedFields)
 		for i, fin := range o.Finalizers {

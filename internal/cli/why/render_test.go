@@ -116,3 +116,50 @@ func TestRenderNothingHolds(t *testing.T) {
 	}
 	golden(t, "nothing-holds.golden", text.Bytes())
 }
+
+// TestRenderLienCycle: two liens that each hold what the other protects
+// keep a namespace Terminating for ever; why names the cycle.
+func TestRenderLienCycle(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "cyc", "uid": "ns-uid", "deletionTimestamp": "2026-05-01T11:58:00Z"},
+		"status":   map[string]any{"phase": "Terminating"},
+	}}
+	marked := func(r resource.APIResource, name, lien string, lbls map[string]string) *resource.Object {
+		l := map[string]string{doctor.LienLabel: "true"}
+		for k, v := range lbls {
+			l[k] = v
+		}
+		return &resource.Object{Resource: r, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "cyc", UID: k8stypes.UID(name), Labels: l,
+			Annotations: map[string]string{doctor.LiensAnnotation: `[{"lien":"` + lien + `","reason":"kept"}]`}}}
+	}
+	configMaps := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	secrets := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
+	selector, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Facts{
+		Target: resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "cyc"},
+		Object: ns,
+		Content: []*resource.Object{
+			marked(configMaps, "c", "cyc/keep-c", map[string]string{"app": "c"}),
+			marked(secrets, "s", "cyc/keep-s", nil),
+			{Resource: configMaps, ObjectMeta: metav1.ObjectMeta{Name: "free", Namespace: "cyc", UID: "free"}},
+		},
+		Controllers:       &doctor.Controllers{},
+		DiscoveryFailures: map[string]string{},
+		ListFailures:      map[string]string{},
+		LienObjects: map[string]doctor.LienObject{
+			"cyc/keep-c": {Reason: "kept", HeldBy: []string{"Secret/s"}, Holders: []doctor.Holder{{GroupKind: schema.GroupKind{Kind: "Secret"}, Namespace: "cyc", Name: "s"}}},
+			"cyc/keep-s": {Reason: "kept", HeldBy: []string{"ConfigMap/(selector)"}, Holders: []doctor.Holder{{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Namespace: "cyc", Selector: selector}}},
+		},
+		Now: now,
+	}
+	var text bytes.Buffer
+	if err := Render(&text, Diagnose(f)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "lien-cycle.golden", text.Bytes())
+}
