@@ -116,6 +116,7 @@ type graph struct {
 	native     map[types.UID][]*resource.Object // owner UID -> dependents
 	linked     map[types.UID][]*resource.Object // teardown owner UID -> dependents
 	inNS       map[string][]*resource.Object
+	ofCRD      map[string][]*resource.Object // CRD name (plural.group) -> its objects
 	helmFrom   map[string][]*resource.Object // release namespace -> Helm objects outside it
 	deleting   map[types.UID]bool            // every object the plan removes (or tries to)
 	nodes      map[types.UID]*Node
@@ -126,7 +127,7 @@ type graph struct {
 // Build plans the deletion from the facts alone.
 func Build(f *Facts) *Plan {
 	g := &graph{f: f, byUID: map[types.UID]*resource.Object{}, native: map[types.UID][]*resource.Object{},
-		linked: map[types.UID][]*resource.Object{}, inNS: map[string][]*resource.Object{}, helmFrom: map[string][]*resource.Object{}, deleting: map[types.UID]bool{}, nodes: map[types.UID]*Node{}}
+		linked: map[types.UID][]*resource.Object{}, inNS: map[string][]*resource.Object{}, ofCRD: map[string][]*resource.Object{}, helmFrom: map[string][]*resource.Object{}, deleting: map[types.UID]bool{}, nodes: map[types.UID]*Node{}}
 	for _, o := range f.Objects {
 		g.byUID[o.UID] = o
 		for _, r := range o.OwnerReferences {
@@ -137,6 +138,9 @@ func Build(f *Facts) *Plan {
 		}
 		if o.Namespace != "" {
 			g.inNS[o.Namespace] = append(g.inNS[o.Namespace], o)
+		}
+		if gvr := o.Resource.GVR; gvr.Group != "" {
+			g.ofCRD[gvr.Resource+"."+gvr.Group] = append(g.ofCRD[gvr.Resource+"."+gvr.Group], o)
 		}
 		if rel := o.Annotations[doctor.HelmReleaseNS]; rel != "" && o.Namespace != rel && o.Annotations[doctor.HelmReleaseName] != "" {
 			g.helmFrom[rel] = append(g.helmFrom[rel], o)
@@ -158,6 +162,14 @@ func Build(f *Facts) *Plan {
 func isNamespace(o *resource.Object) bool {
 	return o.Resource.GVR.Group == "" && o.Resource.Kind == "Namespace"
 }
+
+func isCRD(o *resource.Object) bool {
+	return o.Resource.GVR.Group == "apiextensions.k8s.io" && o.Resource.Kind == "CustomResourceDefinition"
+}
+
+// viaCRD is how a custom resource hangs under its deleted definition:
+// kube-apiserver deletes them itself, without admission.
+const viaCRD = "custom resource definition"
 
 func (g *graph) node(o *resource.Object, parentNS, via string) *Node {
 	n := &Node{
@@ -202,6 +214,11 @@ func (g *graph) expand(n *Node, o *resource.Object, depth int) {
 			edges = append(edges, edge{c, "namespace"})
 		}
 	}
+	if isCRD(o) {
+		for _, c := range g.ofCRD[o.Name] {
+			edges = append(edges, edge{c, viaCRD})
+		}
+	}
 	if isNamespace(o) {
 		for _, d := range g.helmFrom[o.Name] {
 			edges = append(edges, edge{d, "helm release"})
@@ -242,7 +259,7 @@ func (g *graph) expand(n *Node, o *resource.Object, depth int) {
 			c.Action = ActionOrphan
 			c.Why = fmt.Sprintf("Helm release %s/%s installed it from this namespace: nothing deletes it with the namespace, and its release record goes with the namespace, so helm uninstall cannot find it afterwards",
 				o.Name, d.Annotations[doctor.HelmReleaseName])
-		case inDeletedNS:
+		case inDeletedNS, e.via == viaCRD:
 			c.Action = ActionDelete
 		case depth == 0 && g.f.Propagation == Orphan && e.via == "ownerReference":
 			c.Action, c.Why = ActionOrphan, "--cascade=orphan: its ownerReference is removed"
@@ -261,6 +278,9 @@ func (g *graph) expand(n *Node, o *resource.Object, depth int) {
 			// owner is gone (background), the owner after its dependents
 			// (foreground); the namespace goes after its content.
 			switch {
+			case e.via == viaCRD:
+				// The definition goes once its objects are gone.
+				n.after = append(n.after, c)
 			case inDeletedNS && e.via == "namespace":
 				n.after = append(n.after, c)
 			case inDeletedNS:
@@ -318,20 +338,25 @@ func (g *graph) pending(uid types.UID) bool {
 func (g *graph) block(n *Node) {
 	if n.Action == ActionDelete {
 		o := g.byUID[n.uid]
-		var why []string
+		// A definition's objects are deleted by kube-apiserver itself: no
+		// admission, so neither a Deny lien nor a webhook can refuse it.
+		byCRD := n.Via == viaCRD
+		var why, bypassed []string
 		for _, l := range doctor.LiensOf(o.Labels, o.Annotations, o.Finalizers) {
 			reason := ""
 			if l.Reason != "" {
 				reason = ": " + l.Reason
 			}
-			if l.Mode == "Deny" {
+			if l.Mode == "Deny" && byCRD {
+				bypassed = append(bypassed, fmt.Sprintf("lien %s is bypassed: kube-apiserver deletes a definition's objects without admission, so only a lien on the definition itself (the teardown controller puts one there) keeps them", l.Name))
+			} else if l.Mode == "Deny" {
 				why = append(why, fmt.Sprintf("lien %s denies DELETE%s", l.Name, reason))
 			} else {
 				n.Waits = append(n.Waits, fmt.Sprintf("lien %s (Defer)%s", l.Name, reason))
 			}
 		}
 		for _, w := range g.f.Webhooks {
-			if w.Down() && w.Matches(doctor.Request{GVR: o.Resource.GVR, Namespaced: o.Namespace != "", Operation: admissionv1.Delete,
+			if !byCRD && w.Down() && w.Matches(doctor.Request{GVR: o.Resource.GVR, Namespaced: o.Namespace != "", Operation: admissionv1.Delete,
 				NamespaceLabels: g.f.NamespaceLabels[nsOf(o)], ObjectLabels: o.Labels}) {
 				why = append(why, fmt.Sprintf("fail-closed webhook %s refuses DELETE (%s)", w.Name, w.Why()))
 			}
@@ -360,6 +385,8 @@ func (g *graph) block(n *Node) {
 		}
 		if len(why) > 0 {
 			n.Action, n.Why = ActionBlock, strings.Join(why, "; ")
+		} else if len(bypassed) > 0 {
+			n.Why = strings.Join(bypassed, "; ")
 		}
 	}
 	for _, c := range n.Children {

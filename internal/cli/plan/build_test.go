@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -66,5 +67,43 @@ func TestBuildBlocked(t *testing.T) {
 		if p.Root.Step != tt.root || len(p.Blocked) != 1 {
 			t.Errorf("%s: root step %d (want %d), blocked %v", tt.prop, p.Root.Step, tt.root, p.Blocked)
 		}
+	}
+}
+
+// Deleting a CRD deletes its objects without admission: a Deny lien on
+// one of them is bypassed (and said so), unless the definition carries a
+// lien itself, which blocks the whole deletion.
+func TestBuildCRD(t *testing.T) {
+	crds := resource.APIResource{GVR: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
+	gadgets := resource.APIResource{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}, Kind: "Gadget", Namespaced: true}
+	marked := func(o *resource.Object, lien string) *resource.Object {
+		o.Labels = map[string]string{doctor.LienLabel: "true"}
+		o.Annotations = map[string]string{doctor.LiensAnnotation: `[{"lien":"` + lien + `","reason":"in use"}]`}
+		return o
+	}
+	objects := func() []*resource.Object {
+		return []*resource.Object{
+			{Resource: crds, ObjectMeta: metav1.ObjectMeta{Name: "gadgets.example.com", UID: "crd"}},
+			marked(&resource.Object{Resource: gadgets, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "g1", UID: "g1"}}, "app/keep-g1"),
+			{Resource: gadgets, ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "g2", UID: "g2"}},
+			cm("unrelated"),
+		}
+	}
+
+	objs := objects()
+	p := Build(&Facts{Target: objs[0], Propagation: Background, Objects: objs, Controllers: &doctor.Controllers{}})
+	want := [][]string{{"app/gadget.example.com/g1", "app/gadget.example.com/g2"}, {"customresourcedefinition.apiextensions.k8s.io/gadgets.example.com"}}
+	if diff := cmp.Diff(want, p.Order); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if g1 := p.Root.Children[0]; g1.Action != ActionDelete || !strings.Contains(g1.Why, "lien app/keep-g1 is bypassed") {
+		t.Errorf("g1: %s, %q; want delete, the lien said to be bypassed", g1.Action, g1.Why)
+	}
+
+	objs = objects()
+	marked(objs[0], "app/keep-g1")
+	p = Build(&Facts{Target: objs[0], Propagation: Background, Objects: objs, Controllers: &doctor.Controllers{}})
+	if p.Root.Action != ActionBlock || !strings.Contains(p.Root.Why, "lien app/keep-g1 denies DELETE") {
+		t.Errorf("marked definition: %s, %q; want blocked by the lien", p.Root.Action, p.Root.Why)
 	}
 }

@@ -45,7 +45,7 @@ func Tree(p *Plan, colour bool) string {
 	var walk func(n *Node, prefix, childPrefix string)
 	walk = func(n *Node, prefix, childPrefix string) {
 		left := prefix + n.Ref
-		if n.Via == "ownerReference" || n.Via == "teardown owner link" || n.Via == "helm release" {
+		if n.Via == "ownerReference" || n.Via == "teardown owner link" || n.Via == "helm release" || n.Via == viaCRD {
 			left += " (" + n.Via + ")"
 		}
 		var rest []string
