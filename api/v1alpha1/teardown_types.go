@@ -1,12 +1,37 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TeardownFinalizer is held on a Teardown's trigger (and on the Teardown)
-// until the plan has finished.
+// TeardownFinalizer is held on a Teardown until its plan has finished.
+// Versions before per-plan finalizers held it on the trigger too, shared
+// by every plan on it; a trigger carrying it is still released, by the
+// last plan on it to finish.
 const TeardownFinalizer = "teardown.dev/teardown"
+
+// TriggerFinalizerPrefix starts the finalizer each plan holds on its
+// trigger (TriggerFinalizer).
+const TriggerFinalizerPrefix = "teardown.dev/teardown-"
+
+// TriggerFinalizer is the finalizer the plan named plan holds on its
+// trigger until it has finished: teardown.dev/teardown-<plan>, each plan
+// its own, so that the trigger goes when the last plan on it finished. A
+// name too long for a qualified name's 63 characters is cut and ends in a
+// hash of the whole name.
+func TriggerFinalizer(plan string) string {
+	const room = 63 - len("teardown-")
+	if len(plan) <= room {
+		return TriggerFinalizerPrefix + plan
+	}
+	sum := sha256.Sum256([]byte(plan))
+	head := strings.TrimRight(plan[:room-9], "-.")
+	return TriggerFinalizerPrefix + head + "-" + hex.EncodeToString(sum[:4])
+}
 
 // RunFromStepAnnotation on a Teardown asks the executor to run the plan
 // again from the named step: `teardown run --from-step NAME` sets it.
@@ -24,11 +49,18 @@ const (
 
 	ReasonArmed          = "Armed"
 	ReasonTriggerMissing = "TriggerMissing"
-	ReasonInvalidPlan    = "InvalidPlan"
-	ReasonWaiting        = "Waiting"
-	ReasonRunning        = "Running"
-	ReasonSucceeded      = "Succeeded"
-	ReasonFailed         = "Failed"
+	// ReasonDeleting (Armed=True): the Teardown is being deleted while its
+	// trigger is not; the plan still runs if the trigger's deletion follows
+	// within the window (the same uninstall), else it is disarmed.
+	ReasonDeleting = "Deleting"
+	// ReasonDisarmed (Armed=False): the Teardown was deleted alone; the
+	// trigger and keepUntilDone are let go without running the plan.
+	ReasonDisarmed    = "Disarmed"
+	ReasonInvalidPlan = "InvalidPlan"
+	ReasonWaiting     = "Waiting"
+	ReasonRunning     = "Running"
+	ReasonSucceeded   = "Succeeded"
+	ReasonFailed      = "Failed"
 	// ReasonMissingPermission (on Armed or Running): RBAC denies the
 	// controller a request the plan needs; the message names the verb and
 	// resource. ReasonAdmissionDenied: RBAC allows it, admission refused it.

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,13 +44,18 @@ func WithPod(namespace, name string) SelfOption {
 // SelfUninstall makes an operator run plan when its own Deployment is
 // deleted: it finds the Deployment (POD_NAMESPACE/POD_NAME, then the pod's
 // controller chain ReplicaSet -> Deployment), protects plan's keepUntilDone
-// with a Defer ClusterLien, holds the finalizer teardown.dev/teardown on
-// the Deployment, and, once the Deployment is being deleted, runs the
-// steps in this process (only in the leader) before letting the
-// Deployment go. Delete the Deployment with background propagation (the
-// default of kubectl and Helm): its pods, and so the operator, keep
-// running until the plan finished. A failed plan keeps the finalizer and
-// is run again from its first step after a minute (steps are idempotent).
+// with a Defer ClusterLien, holds the finalizer teardown.dev/teardown-<plan
+// name> (TriggerFinalizer) on the Deployment, and, once the Deployment is
+// being deleted, runs the steps in this process (only in the leader)
+// before letting the Deployment go. Its finalizer is its own: Teardowns on
+// the same Deployment hold it by theirs, and the Deployment goes when the
+// last plan finished. plan's name must differ from every Teardown's (it
+// names the finalizer and the keepUntilDone ClusterLien teardown-<name>).
+// The Deployment is deleted with background propagation (the default of
+// kubectl and Helm; teardown's policy refuses a foreground delete of a
+// held trigger): its pods, and so the operator, keep running until the
+// plan finished. A failed plan keeps the finalizer and is run again from
+// its first step after a minute (steps are idempotent).
 //
 // The operator's service account needs: get on its pod and ReplicaSet,
 // get and patch on its Deployment, create, get and delete on
@@ -60,6 +67,9 @@ func SelfUninstall(mgr manager.Manager, plan *v1alpha1.Teardown, opts ...SelfOpt
 	}
 	if o.namespace == "" || o.pod == "" {
 		return errors.New("self-uninstall needs the operator's pod: set POD_NAMESPACE and POD_NAME from the downward API")
+	}
+	if errs := validation.IsDNS1123Subdomain(plan.Name); len(errs) > 0 {
+		return fmt.Errorf("self-uninstall plan name %q: %s", plan.Name, strings.Join(errs, "; "))
 	}
 	if errs := Validate(&plan.Spec); len(errs) > 0 {
 		return fmt.Errorf("self-uninstall plan %s: %w", plan.Name, errs.ToAggregate())
@@ -130,9 +140,10 @@ func (s *self) arm(ctx context.Context) (*appsv1.Deployment, error) {
 	if _, err := s.r.Keep(ctx, s.plan.Name, s.plan.Spec.KeepUntilDone); err != nil {
 		return nil, err
 	}
-	if dep.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(dep, v1alpha1.TeardownFinalizer) {
+	own := v1alpha1.TriggerFinalizer(s.plan.Name)
+	if dep.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(dep, own) {
 		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(dep, v1alpha1.TeardownFinalizer)
+		controllerutil.AddFinalizer(dep, own)
 		if err := s.c.Patch(ctx, dep, patch); err != nil {
 			return nil, fmt.Errorf("holding deployment %s/%s: %w", dep.Namespace, dep.Name, err)
 		}
@@ -174,9 +185,11 @@ func (s *self) release(ctx context.Context, dep *appsv1.Deployment) error {
 			return apierrors.IsNotFound(err), nil
 		}
 		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if !controllerutil.RemoveFinalizer(dep, v1alpha1.TeardownFinalizer) {
+		finalizers, changed := Released(dep.Finalizers, s.plan.Name, false)
+		if !changed {
 			return true, nil
 		}
+		dep.SetFinalizers(finalizers)
 		err := s.c.Patch(ctx, dep, patch)
 		return err == nil || apierrors.IsNotFound(err), nil
 	})

@@ -165,7 +165,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		if t.DeletionTimestamp.IsZero() {
 			return reconcile.Result{}, nil // terminal: a person resumes or gives up
 		}
-		log.Info("teardown deleted after it failed: releasing the trigger and keepUntilDone", "teardown", klog.KObj(t))
+		if deletedBeforeFailed(t) {
+			// Deleted by the uninstall that started the plan, not to give
+			// up: the trigger stays held until a person resumes, or gives
+			// up by removing the plan's finalizer from it.
+			held, err := r.holdsTrigger(ctx, t)
+			if err != nil || held {
+				return reconcile.Result{}, err
+			}
+		}
+		log.Info("teardown deleted after it failed, or given up: releasing the trigger and keepUntilDone", "teardown", klog.KObj(t))
 		return r.disarm(ctx, t)
 	case v1alpha1.PhaseRunning:
 		return r.run(ctx, t)
@@ -177,22 +186,31 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return r.arm(ctx, t, "runs when this Teardown is deleted, or by teardown run")
 	}
-	if !t.DeletionTimestamp.IsZero() {
+	if !t.DeletionTimestamp.IsZero() && disarmed(t) {
 		return r.disarm(ctx, t)
 	}
 	trigger, err := r.trigger(ctx, t)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if trigger != nil && !trigger.DeletionTimestamp.IsZero() {
+		// The trigger goes: the plan runs, even if this Teardown is being
+		// deleted too (the same uninstall deleted both).
+		why := fmt.Sprintf("the trigger %s is being deleted", triggerName(t))
+		if !t.DeletionTimestamp.IsZero() {
+			why += ", and this Teardown with it"
+		}
+		return r.start(ctx, t, why)
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		return r.deletedAlone(ctx, t, trigger != nil)
+	}
 	if trigger == nil {
 		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
 	}
-	if !trigger.DeletionTimestamp.IsZero() {
-		return r.start(ctx, t, fmt.Sprintf("the trigger %s is being deleted", triggerName(t)))
-	}
-	if !controllerutil.ContainsFinalizer(trigger, v1alpha1.TeardownFinalizer) {
+	if own := v1alpha1.TriggerFinalizer(t.Name); !controllerutil.ContainsFinalizer(trigger, own) {
 		patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(trigger, v1alpha1.TeardownFinalizer)
+		controllerutil.AddFinalizer(trigger, own)
 		if err := r.Live.Patch(ctx, trigger, patch); err != nil {
 			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name)))
 		}
@@ -204,6 +222,43 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return r.arm(ctx, t, fmt.Sprintf("runs when %s is deleted", triggerName(t)))
+}
+
+// Together is how long a Teardown deleted while its trigger stays waits
+// for the trigger's deletion before it is disarmed: an uninstall that
+// deletes both (helm uninstall, kubectl delete -f) sends the second DELETE
+// within it, in either order.
+var Together = 30 * time.Second
+
+// deletedAlone handles a Teardown being deleted while its trigger is not:
+// within Together of its deletion the plan stays armed (the trigger's
+// deletion may follow, in the same uninstall); after it, or at once when
+// the trigger does not exist, the plan is disarmed for good.
+func (r *Reconciler) deletedAlone(ctx context.Context, t *v1alpha1.Teardown, triggerExists bool) (reconcile.Result, error) {
+	if left := time.Until(t.DeletionTimestamp.Add(Together)); triggerExists && left > 0 {
+		res, err := r.setArmed(ctx, t, metav1.ConditionTrue, v1alpha1.ReasonDeleting,
+			fmt.Sprintf("this Teardown is being deleted: the plan still runs if %s is deleted within %s of it, else it is disarmed", triggerName(t), Together))
+		if err != nil || res.Requeue || res.RequeueAfter > 0 { //nolint:staticcheck // conflict's requeue
+			return res, err
+		}
+		return reconcile.Result{RequeueAfter: left}, nil
+	}
+	msg := fmt.Sprintf("this Teardown was deleted while %s stays: the plan is disarmed; the trigger and keepUntilDone are let go", triggerName(t))
+	if !triggerExists {
+		msg = fmt.Sprintf("this Teardown was deleted and %s does not exist: the plan is disarmed; keepUntilDone is let go", triggerName(t))
+	}
+	ctrl.LoggerFrom(ctx).Info("teardown deleted alone: disarming", "teardown", klog.KObj(t))
+	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonDisarmed, "Disarm", "%s", msg)
+	if res, err := r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonDisarmed, msg); err != nil || res.Requeue { //nolint:staticcheck // conflict's requeue
+		return res, err
+	}
+	return r.disarm(ctx, t)
+}
+
+// disarmed reports whether the plan was disarmed for good.
+func disarmed(t *v1alpha1.Teardown) bool {
+	c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionArmed)
+	return c != nil && c.Reason == v1alpha1.ReasonDisarmed
 }
 
 // arm protects keepUntilDone and reports the plan armed.
@@ -366,22 +421,64 @@ func (r *Reconciler) dropOwnFinalizer(ctx context.Context, t *v1alpha1.Teardown)
 	return nil
 }
 
-// releaseTrigger removes the finalizer from the trigger (the UID armed,
-// not a re-created namesake).
+// deletedBeforeFailed reports whether the Teardown was deleted before its
+// plan failed (by the uninstall that deleted its trigger too), not after.
+func deletedBeforeFailed(t *v1alpha1.Teardown) bool {
+	return t.Spec.Trigger != nil && t.Status.CompletedAt != nil && !t.Status.CompletedAt.Before(t.DeletionTimestamp)
+}
+
+// holdsTrigger reports whether the plan still holds its trigger: the
+// trigger armed exists and carries the plan's finalizer.
+func (r *Reconciler) holdsTrigger(ctx context.Context, t *v1alpha1.Teardown) (bool, error) {
+	trigger, err := r.trigger(ctx, t)
+	if err != nil || trigger == nil || t.Status.TriggerUID != "" && string(trigger.UID) != t.Status.TriggerUID {
+		return false, err
+	}
+	return teardown.Holds(trigger.Finalizers, t.Name), nil
+}
+
+// releaseTrigger removes the plan's finalizer from the trigger (the UID
+// armed, not a re-created namesake), and the finalizer earlier versions
+// shared between plans once no other plan holds the trigger.
 func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) error {
 	if t.Spec.Trigger == nil {
 		return nil
 	}
 	trigger, err := r.trigger(ctx, t)
-	if err != nil || trigger == nil || !controllerutil.ContainsFinalizer(trigger, v1alpha1.TeardownFinalizer) {
+	if err != nil || trigger == nil || t.Status.TriggerUID != "" && string(trigger.UID) != t.Status.TriggerUID {
 		return err
 	}
+	others, err := r.othersHold(ctx, t)
+	if err != nil {
+		return err
+	}
+	finalizers, changed := teardown.Released(trigger.Finalizers, t.Name, others)
+	if !changed {
+		return nil
+	}
 	patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(trigger, v1alpha1.TeardownFinalizer)
+	trigger.SetFinalizers(finalizers)
 	if err := r.Live.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
 	}
 	return nil
+}
+
+// othersHold reports whether another Teardown on the same trigger is
+// running or failed: one armed by an earlier version holds the trigger by
+// the shared finalizer only.
+func (r *Reconciler) othersHold(ctx context.Context, t *v1alpha1.Teardown) (bool, error) {
+	var l v1alpha1.TeardownList
+	if err := r.Client.List(ctx, &l); err != nil {
+		return false, fmt.Errorf("listing teardowns: %w", err)
+	}
+	for _, o := range l.Items {
+		if o.Name != t.Name && o.Spec.Trigger != nil && *o.Spec.Trigger == *t.Spec.Trigger &&
+			(o.Status.Phase == v1alpha1.PhaseRunning || o.Status.Phase == v1alpha1.PhaseFailed) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // trigger reads the trigger live; nil if it does not exist.
@@ -444,12 +541,16 @@ func (r *Reconciler) setRunning(t *v1alpha1.Teardown, status metav1.ConditionSta
 // failedMessage names what is pending and how to continue.
 func failedMessage(t *v1alpha1.Teardown) string {
 	st := stepOf(t, t.Status.CurrentStep)
-	kept := "this Teardown"
+	kept, finalizer := "this Teardown", v1alpha1.TeardownFinalizer
 	if t.Spec.Trigger != nil {
-		kept = triggerName(t)
+		kept, finalizer = triggerName(t), v1alpha1.TriggerFinalizer(t.Name)
 	}
-	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `teardown run -f PLAN.yaml --from-step %s` (or annotate this Teardown %s=%s); to give up, delete this Teardown or remove the finalizer from %s",
-		st.Name, st.Message, kept, v1alpha1.TeardownFinalizer, st.Name, v1alpha1.RunFromStepAnnotation, st.Name, kept)
+	giveUp := "delete this Teardown or remove the finalizer from " + kept
+	if !t.DeletionTimestamp.IsZero() && t.Spec.Trigger != nil {
+		giveUp = "remove the finalizer from " + kept + " (this Teardown is being deleted already)"
+	}
+	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `teardown run -f PLAN.yaml --from-step %s` (or annotate this Teardown %s=%s); to give up, %s",
+		st.Name, st.Message, kept, finalizer, st.Name, v1alpha1.RunFromStepAnnotation, st.Name, giveUp)
 }
 
 func stepOf(t *v1alpha1.Teardown, name string) v1alpha1.StepStatus {

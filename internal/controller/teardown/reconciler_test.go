@@ -103,8 +103,8 @@ func TestSriovUninstall(t *testing.T) {
 	create(t, plan)
 	waitArmed(t, plan.Name)
 	d := &appsv1.Deployment{}
-	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TeardownFinalizer) {
-		t.Fatalf("the trigger should carry %s: %v %v", v1alpha1.TeardownFinalizer, d.Finalizers, err)
+	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(plan.Name)) {
+		t.Fatalf("the trigger should carry %s: %v %v", v1alpha1.TriggerFinalizer(plan.Name), d.Finalizers, err)
 	}
 	// Before the plan, the webhooks refuse what the operator must do.
 	if err := k.Delete(ctx, custom(network, opNS, "net-a", nil)); err == nil || !strings.Contains(err.Error(), "vnetwork") && !strings.Contains(err.Error(), "mnetwork") {
@@ -226,7 +226,7 @@ func TestTimeoutFailThenResume(t *testing.T) {
 		t.Errorf("the step after the failed one ran: %s", td.Status.Steps[1].State)
 	}
 	d := &appsv1.Deployment{}
-	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TeardownFinalizer) {
+	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(plan.Name)) {
 		t.Fatalf("the failed plan must keep its trigger: %v", err)
 	}
 	if ok, _ := gone(ctx, cm); ok {

@@ -4,6 +4,7 @@ package teardown_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestSelfUninstall(t *testing.T) {
 	eventually(t, 30*time.Second, "the operator to hold its Deployment", func(ctx context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
 		err := k.Get(ctx, client.ObjectKeyFromObject(dep), d)
-		return err == nil && controllerutil.ContainsFinalizer(d, v1alpha1.TeardownFinalizer), err
+		return err == nil && controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(plan.Name)), err
 	})
 	deleteAll(t, dep)
 	eventually(t, 30*time.Second, "the plan to delete the gizmo", func(ctx context.Context) (bool, error) {
@@ -140,7 +141,7 @@ func TestForegroundDeleteStopsTheOperator(t *testing.T) {
 		t.Errorf("pending %v, want the thing", st.Pending)
 	}
 	d := &appsv1.Deployment{}
-	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TeardownFinalizer) {
+	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(plan.Name)) {
 		t.Fatalf("the Deployment should be kept by the failed plan: %v", err)
 	}
 	// Clean up: give up the plan.
@@ -152,4 +153,98 @@ func TestForegroundDeleteStopsTheOperator(t *testing.T) {
 	}
 	deleteAll(t, td)
 	eventually(t, time.Minute, "the Deployment to be gone once the Teardown was deleted", func(ctx context.Context) (bool, error) { return gone(ctx, dep) })
+}
+
+// runSelfUninstall runs an operator's manager embedding SelfUninstall
+// with plan, as the pod named, until the test ends.
+func runSelfUninstall(t *testing.T, plan *v1alpha1.Teardown, ns, pod string) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := teardown.SelfUninstall(mgr, plan, teardown.WithPod(ns, pod), teardown.WithInterval(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestSelfUninstallWithATeardown: an operator embeds SelfUninstall, and a
+// Teardown is declared on the same Deployment. Each holds the Deployment
+// by its own finalizer: the operator's plan finishing first leaves it
+// held by the Teardown, whose plan goes on with the operator's ReplicaSet
+// and pod still there; the Deployment goes when both finished.
+func TestSelfUninstallWithATeardown(t *testing.T) {
+	ctx := context.Background()
+	crate := crd(t, "compose.example.com", "Crate", "crates", apiextensionsv1.NamespaceScoped)
+	ns := namespace(t, "compose-operator")
+	dep, rs, pod := workload(t, ns, "compose-operator")
+	data := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "self-data"}}
+	c := custom(crate, ns, "slow", nil, "compose.example.com/slow")
+	create(t, data, c)
+	self := &v1alpha1.Teardown{
+		ObjectMeta: metav1.ObjectMeta{Name: "compose-self"},
+		Spec: v1alpha1.TeardownSpec{Steps: []v1alpha1.TeardownStep{
+			{Name: "delete-data", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: data.Name}}},
+		}},
+	}
+	declared := &v1alpha1.Teardown{
+		ObjectMeta: metav1.ObjectMeta{Name: "compose-declared"},
+		Spec: v1alpha1.TeardownSpec{
+			Trigger: &v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: dep.Name},
+			Steps: []v1alpha1.TeardownStep{
+				{Name: "delete-crates", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "compose.example.com/v1", Kind: "Crate", Namespace: ns, Selector: &metav1.LabelSelector{}}}, Timeout: dur("5m")},
+			},
+		},
+	}
+	runSelfUninstall(t, self, ns, pod.Name)
+	create(t, declared)
+	waitArmed(t, declared.Name)
+	eventually(t, 30*time.Second, "both plans to hold the Deployment", func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		err := k.Get(ctx, client.ObjectKeyFromObject(dep), d)
+		return err == nil && controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(self.Name)) && controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(declared.Name)), err
+	})
+
+	deleteAll(t, dep)
+	eventually(t, 30*time.Second, "the operator's plan to finish and let the Deployment go", func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil {
+			return false, err
+		}
+		return !controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(self.Name)), nil
+	})
+	if ok, err := gone(ctx, data); !ok || err != nil {
+		t.Fatalf("the operator's plan let go before it finished: %v", err)
+	}
+	// The Teardown still holds the Deployment, and the operator runs.
+	d := &appsv1.Deployment{}
+	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !slices.Equal(d.Finalizers, []string{v1alpha1.TriggerFinalizer(declared.Name)}) {
+		t.Fatalf("the Deployment should be held by the Teardown alone: %v %v", err, d.Finalizers)
+	}
+	for _, o := range []client.Object{&appsv1.ReplicaSet{ObjectMeta: rs.ObjectMeta}, &corev1.Pod{ObjectMeta: pod.ObjectMeta}} {
+		if ok, err := gone(ctx, o); ok || err != nil {
+			t.Fatalf("%s should still exist while the Teardown runs: %v", o.GetName(), err)
+		}
+	}
+	if td := waitPhase(t, declared.Name, v1alpha1.PhaseRunning, 30*time.Second); td.Status.CurrentStep != "delete-crates" {
+		t.Errorf("the Teardown runs step %q, want delete-crates", td.Status.CurrentStep)
+	}
+
+	fixed := custom(crate, ns, c.GetName(), nil)
+	if err := k.Get(ctx, client.ObjectKeyFromObject(fixed), fixed); err != nil {
+		t.Fatal(err)
+	}
+	fixed.SetFinalizers(nil)
+	if err := k.Update(ctx, fixed); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, declared.Name, v1alpha1.PhaseSucceeded, time.Minute)
+	for _, o := range []client.Object{dep, rs, pod} {
+		eventually(t, time.Minute, o.GetName()+" to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
+	}
+	deleteAll(t, declared)
 }
