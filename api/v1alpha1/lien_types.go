@@ -40,19 +40,33 @@ type LienTarget struct {
 	// APIVersion of the objects, as in their manifests: "v1", "apps/v1".
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
 	APIVersion string `json:"apiVersion"`
 	// Kind of the objects, as in their manifests: "Secret".
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
+	// Resource is the kind's resource, the plural name RBAC rules use
+	// ("secrets"). Optional: the rights policy guesses it from kind the way
+	// Kubernetes does (lower case; s, x, z, ch, sh: +es; consonant+y: ies;
+	// else +s; Endpoints: endpoints). Set it for a kind whose plural is
+	// irregular (a CRD's spec.names.plural). The controller refuses an
+	// entry whose resource is not the kind's (Ready=False, InvalidTarget).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Resource string `json:"resource,omitempty"`
 	// Namespace is not allowed: a Lien reaches its own namespace only. The
 	// field exists so that setting it is refused with a clear message
 	// instead of being dropped.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 	// Name of one object. Exactly one of name and selector.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// Selector matches objects by label; {} matches every object of the kind.
 	// +optional
@@ -65,25 +79,43 @@ type ClusterLienTarget struct {
 	// APIVersion of the objects, as in their manifests: "v1", "apps/v1".
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
 	APIVersion string `json:"apiVersion"`
 	// Kind of the objects, as in their manifests: "ClusterRole".
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
+	// Resource is the kind's resource, the plural name RBAC rules use
+	// ("secrets"). Optional: the rights policy guesses it from kind the way
+	// Kubernetes does (lower case; s, x, z, ch, sh: +es; consonant+y: ies;
+	// else +s; Endpoints: endpoints). Set it for a kind whose plural is
+	// irregular (a CRD's spec.names.plural). The controller refuses an
+	// entry whose resource is not the kind's (Ready=False, InvalidTarget).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Resource string `json:"resource,omitempty"`
 	// Namespace of the objects; required for namespaced kinds, not allowed
 	// for cluster-scoped ones.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 	// Name of one object. Exactly one of name and selector.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// Selector matches objects by label; {} matches every object of the kind.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
-// LienSpec is what a Lien protects, from what, and until when.
+// LienSpec is what a Lien protects, from what, and until when. No lien
+// can deadlock: it may not protect teardown.dev kinds, nor be held by one
+// of the objects it protects.
+// +kubebuilder:validation:XValidation:rule="!self.protect.exists(p, p.apiVersion.startsWith('teardown.dev/'))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)] + ']: a lien may not protect ' + self.protect[self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)].kind + ' objects (teardown.dev kinds): a lien on a lien or a Teardown could hold itself, and its namespace, for ever'"
+// +kubebuilder:validation:XValidation:rule="!has(self.heldBy) || !self.heldBy.exists(h, self.protect.exists(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0)))))",messageExpression="'heldBy[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) / size(self.protect)] + '] is also protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) % size(self.protect)] + ']: the lien could never be released (a holder it protects can never go)'"
 type LienSpec struct {
 	// Protect lists the objects the lien keeps.
 	// +required
@@ -113,7 +145,11 @@ type LienSpec struct {
 	Reason string `json:"reason"`
 }
 
-// ClusterLienSpec is LienSpec for objects anywhere in the cluster.
+// ClusterLienSpec is LienSpec for objects anywhere in the cluster; it may
+// not protect teardown's own admission policies either.
+// +kubebuilder:validation:XValidation:rule="!self.protect.exists(p, p.apiVersion.startsWith('teardown.dev/'))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)] + ']: a lien may not protect ' + self.protect[self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)].kind + ' objects (teardown.dev kinds): a lien on a lien or a Teardown could hold itself, and its namespace, for ever'"
+// +kubebuilder:validation:XValidation:rule="!has(self.heldBy) || !self.heldBy.exists(h, self.protect.exists(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0)))))",messageExpression="'heldBy[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) / size(self.protect)] + '] is also protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) % size(self.protect)] + ']: the lien could never be released (a holder it protects can never go)'"
+// +kubebuilder:validation:XValidation:rule="!self.protect.exists(p, p.apiVersion.startsWith('admissionregistration.k8s.io/') && p.kind in ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'] && (!has(p.name) || p.name.startsWith('teardown-')))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('admissionregistration.k8s.io/') && p.kind in ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'] && (!has(p.name) || p.name.startsWith('teardown-'))).indexOf(true)] + ']: the teardown admission policies and bindings (teardown-*) may not be protected, nor admission policies by selector: teardown could not be uninstalled'"
 type ClusterLienSpec struct {
 	// Protect lists the objects the lien keeps.
 	// +required
