@@ -24,11 +24,24 @@ func NewCommand(flags *genericclioptions.ConfigFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run teardown's controllers (liens, cross-scope dependents, teardown plans)",
+		Long: `Runs teardown's controllers: in the cluster as the teardown-controller service
+account, or from a workstation with a kubeconfig.
+
+Only the identities the lien policies trust (ConfigMap
+teardown-system/teardown-policy, set by teardown install) may change lien
+markers. At start the controller asks kube-apiserver who it is: if the
+policies trust that identity it acts as itself; if not, and it may impersonate
+the teardown-controller service account (a cluster admin may), it acts as
+that service account; otherwise it refuses to start and prints the command
+that fixes it.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			cfg, err := cmdutil.Connect(cmd.Context(), flags)
 			if err != nil {
+				return err
+			}
+			if cfg, err = trustedConfig(cmd.Context(), cfg, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			cfg.QPS, cfg.Burst = qps, burst

@@ -4,6 +4,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -221,5 +223,47 @@ func TestProbesServe(t *testing.T) {
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK, nil
 		})
+	}
+}
+
+// TestUntrustedControllerRefusesToStart: a controller whose identity the
+// lien policies do not trust, and that may not impersonate the
+// controller's service account, would protect and release nothing; it
+// refuses to start and prints the commands that fix it.
+func TestUntrustedControllerRefusesToStart(t *testing.T) {
+	ctx := context.Background()
+	cfg := cluster.RESTConfig()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice may read whom the policies trust, and nothing else.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "alice-reads-policy"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{install.PolicyConfigMap}, Verbs: []string{"get"}}}}
+	if _, err := cs.RbacV1().Roles(install.Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "alice-reads-policy"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}
+	if _, err := cs.RbacV1().RoleBindings(install.Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(bin, "controller", "--kubeconfig", cluster.KubeconfigPath(), "--as", "alice",
+		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("teardown controller as alice: %v, want exit code 1\n%s", err, out)
+	}
+	for _, want := range []string{
+		"the lien policies do not trust alice",
+		"`teardown install --controller-user alice`",
+		"`teardown controller --as system:serviceaccount:teardown-system:teardown-controller`",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -1,0 +1,115 @@
+//go:build integration
+
+package docs
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/teardown-dev/teardown/localcluster"
+)
+
+var (
+	// work is the directory the commands run in: bin/teardown is there,
+	// as after `make build`.
+	work string
+	// home is $HOME for the commands; ~/.kube/config points at cluster.
+	home    string
+	cluster *localcluster.Cluster
+	// repo is the repository root, where the markdown files are.
+	repo string
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		var err error
+		if repo, err = filepath.Abs("../.."); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if work, err = os.MkdirTemp("", "teardown-docs-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(work)
+		build := exec.Command("go", "build", "-o", filepath.Join(work, "bin", "teardown"), "github.com/teardown-dev/teardown/cmd/teardown")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building teardown:", err)
+			return 1
+		}
+		if cluster, err = localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cluster.Stop()
+		home = filepath.Join(work, "home")
+		kubeconfig, err := os.ReadFile(cluster.KubeconfigPath())
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(home, ".kube"), 0o700)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(home, ".kube", "config"), kubeconfig, 0o600)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "writing ~/.kube/config:", err)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// shellBlock returns the lines of the first ```sh block after the heading
+// in the markdown file (relative to the repository root).
+func shellBlock(t *testing.T, file, heading string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repo, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	found, in := false, false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case !found:
+			found = strings.TrimSpace(l) == heading
+		case !in && strings.TrimSpace(l) == "```sh":
+			in = true
+		case in && strings.TrimSpace(l) == "```":
+			return lines
+		case in:
+			lines = append(lines, l)
+		}
+	}
+	t.Fatalf("%s: no sh block after %q", file, heading)
+	return nil
+}
+
+// command is one line of a block as bash runs it: in work, with HOME set.
+func command(ctx context.Context, line string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", line)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG=")
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// run runs line and returns its combined output, failing the test if it fails.
+func run(t *testing.T, line string, env ...string) string {
+	t.Helper()
+	out, err := command(context.Background(), line, env...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return string(out)
+}
