@@ -19,6 +19,7 @@ var Files = []string{
 	"crd/bases/teardown.dev_teardowns.yaml",
 	"rbac/rbac.yaml",
 	"policy/lien-deny.yaml",
+	"policy/lien-eviction.yaml",
 	"policy/lien-tamper.yaml",
 }
 

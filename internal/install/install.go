@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,14 +159,6 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 		return err
 	}
 	fmt.Fprintln(out, "lien policy enforced")
-	for _, u := range objs {
-		if u.GetKind() == "ConfigMap" && u.GetName() == PolicyConfigMap {
-			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")
-			groups, _, _ := unstructured.NestedString(u.Object, "data", "breakGlassGroups")
-			fmt.Fprintf(out, "the lien policies trust %s to change lien markers: run the controller as one of them (teardown controller impersonates %s when it may)\n",
-				Trust{ControllerUsers: list(users), BreakGlassGroups: list(groups)}, ControllerUser)
-		}
-	}
 	return nil
 }
 
@@ -189,15 +182,29 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) er
 }
 
 // waitEnforced returns once kube-apiserver has loaded the lien policy: a
-// labelled probe ConfigMap's dry-run DELETE is refused. The probe is then
-// unlabelled as the controller (so the tamper policy lets it) and deleted.
+// labelled probe ConfigMap's dry-run DELETE is refused. The probe is
+// created and then unlabelled as the controller (the tamper policy lets
+// only the controller create an object with the lien label, or take it
+// off), and deleted.
 func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	asController := rest.CopyConfig(cfg)
+	asController.Impersonate = rest.ImpersonationConfig{UserName: ControllerUser, Groups: []string{"system:masters"}}
+	ccs, err := kubernetes.NewForConfig(asController)
+	if err != nil {
+		return err
+	}
 	cms := cs.CoreV1().ConfigMaps(Namespace)
-	created, err := cms.Create(ctx, probe(metav1.ObjectMeta{GenerateName: "teardown-policy-probe-"}, "teardown-system/install-probe", "teardown install checks that the lien policy is enforced"), metav1.CreateOptions{})
+	var created *corev1.ConfigMap
+	// The tamper policy's parameters may take a moment to be seen: until
+	// then it refuses the create.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		created, err = ccs.CoreV1().ConfigMaps(Namespace).Create(ctx, probe(metav1.ObjectMeta{GenerateName: "teardown-policy-probe-"}, "teardown-system/install-probe", "teardown install checks that the lien policy is enforced"), metav1.CreateOptions{})
+		return err == nil, nil
+	})
 	if err != nil {
 		return fmt.Errorf("creating the policy probe: %w", err)
 	}
@@ -207,12 +214,6 @@ func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for kube-apiserver to enforce the lien policy: %w", err)
-	}
-	asController := rest.CopyConfig(cfg)
-	asController.Impersonate = rest.ImpersonationConfig{UserName: ControllerUser, Groups: []string{"system:masters"}}
-	ccs, err := kubernetes.NewForConfig(asController)
-	if err != nil {
-		return err
 	}
 	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
 	// The tamper policy's parameters may take a moment to be seen too.

@@ -35,6 +35,8 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"RoleBinding/teardown-leader-election",
 		"ValidatingAdmissionPolicy/teardown-lien-deny",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-deny",
+		"ValidatingAdmissionPolicy/teardown-lien-eviction",
+		"ValidatingAdmissionPolicyBinding/teardown-lien-eviction",
 		"ValidatingAdmissionPolicy/teardown-lien-tamper",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-tamper",
 		"ConfigMap/teardown-policy",
@@ -49,8 +51,12 @@ func TestOptionsSetThePolicyParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := objs[len(objs)-1]
-	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	var data map[string]string
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" && u.GetName() == "teardown-policy" {
+			data, _, _ = unstructured.NestedStringMap(u.Object, "data")
+		}
+	}
 	want := map[string]string{
 		"controllerUsers":  ControllerUser + ",teardown:admin",
 		"breakGlassGroups": "ops,sre",

@@ -290,7 +290,16 @@ func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 		return err
 	}
 	cms := cs.CoreV1().ConfigMaps(ns)
-	_, err = cms.Create(ctx, probe(metav1.ObjectMeta{Name: UninstallProbe}, "teardown-system/uninstall-probe", "teardown uninstall checks that the lien policy is no longer enforced"), metav1.CreateOptions{})
+	// The tamper policy refuses to create a lien-labelled object for as
+	// long as kube-apiserver still enforces it: that is the first wait.
+	var createErr error
+	if pollErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, createErr = cms.Create(ctx, probe(metav1.ObjectMeta{Name: UninstallProbe}, "teardown-system/uninstall-probe", "teardown uninstall checks that the lien policy is no longer enforced"), metav1.CreateOptions{})
+		return !apierrors.IsForbidden(createErr), nil
+	}); pollErr != nil && createErr == nil {
+		createErr = pollErr
+	}
+	err = createErr
 	if apierrors.IsAlreadyExists(err) {
 		// Left by an interrupted run, or not ours: only a labelled one tells.
 		var existing *corev1.ConfigMap

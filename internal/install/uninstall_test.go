@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/cli"
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
@@ -40,12 +42,24 @@ func keptConfigMap(t *testing.T, cs kubernetes.Interface) (*corev1.ConfigMap, fu
 	t.Helper()
 	ctx := context.Background()
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
-	kept, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "kept-", Labels: map[string]string{lien.Label: lien.LabelDeny},
-		Annotations: map[string]string{lien.Annotation: `[{"lien":"default/test","reason":"uninstall test"}]`},
-	}}, metav1.CreateOptions{})
+	// Only the controller may create an object with the lien markers.
+	asController := cluster.RESTConfig()
+	asController.Impersonate = rest.ImpersonationConfig{UserName: install.ControllerUser, Groups: []string{"system:masters"}}
+	ccs, err := kubernetes.NewForConfig(asController)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var kept *corev1.ConfigMap
+	// Until kube-apiserver has seen the tamper policy's parameters, it
+	// refuses the create.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		kept, err = ccs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "kept-", Labels: map[string]string{lien.Label: lien.LabelDeny},
+			Annotations: map[string]string{lien.Annotation: `[{"lien":"default/test","reason":"uninstall test"}]`},
+		}}, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("creating a lien-labelled configmap as the controller: %v", err)
 	}
 	return kept, func() error {
 		return cms.Delete(ctx, kept.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
@@ -93,7 +107,7 @@ func all(live map[string]bool, want func(key string) bool) []string {
 // (known to be) gone.
 func livePolicies(ctx context.Context, cs kubernetes.Interface) []string {
 	var live []string
-	for _, name := range []string{"teardown-lien-deny", "teardown-lien-tamper"} {
+	for _, name := range []string{"teardown-lien-deny", "teardown-lien-eviction", "teardown-lien-tamper"} {
 		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			live = append(live, "validatingadmissionpolicy/"+name)
 		}
