@@ -46,28 +46,41 @@ func Entries(obj metav1.Object) ([]Entry, error) {
 	if !ok || strings.TrimSpace(raw) == "" {
 		return nil, nil
 	}
-	var entries []Entry
-	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+	entries, err := parse(raw)
+	if err != nil {
 		return nil, fmt.Errorf("annotation %s of %s is not a JSON list of liens: %w", Annotation, objectName(obj), err)
-	}
-	for i, e := range entries {
-		if e.Lien == "" {
-			return nil, fmt.Errorf("annotation %s of %s: entry %d names no lien", Annotation, objectName(obj), i)
-		}
 	}
 	return entries, nil
 }
 
 // Set records e on obj, replacing an entry of the same lien, and brings the
-// label and finalizer in step. It reports whether obj changed.
+// label and finalizer in step. It reports whether obj changed. A new entry
+// on an object that already carries MaxEntries is ErrTooManyLiens.
 func Set(obj metav1.Object, e Entry) (bool, error) {
 	entries, err := Entries(obj)
 	if err != nil {
 		return false, err
 	}
-	entries = slices.DeleteFunc(entries, func(x Entry) bool { return x.Lien == e.Lien })
-	entries = append(entries, e)
+	entries, err = With(entries, e)
+	if err != nil {
+		return false, fmt.Errorf("lien %s on %s: %w", e.Lien, objectName(obj), err)
+	}
 	return write(obj, entries)
+}
+
+// With is entries with e recorded, replacing an entry of the same lien; a
+// new entry beyond MaxEntries is ErrTooManyLiens.
+func With(entries []Entry, e Entry) ([]Entry, error) {
+	entries = Without(entries, e.Lien)
+	if len(entries) >= MaxEntries {
+		return nil, fmt.Errorf("%w (%d)", ErrTooManyLiens, MaxEntries)
+	}
+	return append(entries, e), nil
+}
+
+// Without is entries without the entry of the lien named lien.
+func Without(entries []Entry, lien string) []Entry {
+	return slices.DeleteFunc(slices.Clone(entries), func(x Entry) bool { return x.Lien == lien })
 }
 
 // Remove takes the lien named lien off obj; the label, annotation and
@@ -77,7 +90,7 @@ func Remove(obj metav1.Object, lien string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return write(obj, slices.DeleteFunc(entries, func(x Entry) bool { return x.Lien == lien }))
+	return write(obj, Without(entries, lien))
 }
 
 // Has reports whether the lien named lien is recorded on obj.
