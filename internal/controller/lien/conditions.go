@@ -2,6 +2,7 @@ package lien
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,24 +11,49 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // setConditions writes Ready and Held, with deterministic messages, and
-// records an event for each transition.
-func (r *Reconciler) setConditions(o object, before *v1alpha1.LienStatus, held bool, holders []v1alpha1.ObjectStatus, invalid, missing []string) {
+// records an event for each transition. Ready is True only when every
+// target and holder resolved and every object the lien protects carries
+// its markers; otherwise its reason is the first of InvalidTarget,
+// KindNotServed, MarkersMissing, TooManyLiens, TargetMissing that applies,
+// and its message says everything that is wrong.
+func (r *Reconciler) setConditions(o object, before *v1alpha1.LienStatus, held bool, holders []v1alpha1.ObjectStatus, f findings) {
 	st := o.status()
 	gen := o.GetGeneration()
 
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonResolved, ObservedGeneration: gen}
-	switch {
-	case len(invalid) > 0:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalidTarget
-		ready.Message = strings.Join(invalid, "; ")
-	case len(missing) > 0:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonTargetMissing
-		ready.Message = "not found: " + strings.Join(missing, ", ")
-	default:
+	semicolons := func(xs []string) string { return strings.Join(xs, "; ") }
+	var problems []string
+	for _, p := range []struct {
+		reason string
+		items  []string
+		say    func([]string) string
+	}{
+		{v1alpha1.ReasonInvalidTarget, f.invalid, semicolons},
+		{v1alpha1.ReasonKindNotServed, f.notServed, semicolons},
+		{v1alpha1.ReasonMarkersMissing, slices.Sorted(slices.Values(f.unmarked)), func(xs []string) string {
+			return "lien markers missing (writing them failed; retrying): " + strings.Join(xs, ", ")
+		}},
+		{v1alpha1.ReasonTooManyLiens, slices.Sorted(slices.Values(f.tooMany)), func(xs []string) string {
+			return fmt.Sprintf("not protected, already carrying %d liens, the most one object may carry: %s", lien.MaxEntries, strings.Join(xs, ", "))
+		}},
+		{v1alpha1.ReasonTargetMissing, f.missing, func(xs []string) string { return "not found: " + strings.Join(xs, ", ") }},
+	} {
+		if len(p.items) == 0 {
+			continue
+		}
+		if ready.Status == metav1.ConditionTrue {
+			ready.Status, ready.Reason = metav1.ConditionFalse, p.reason
+		}
+		problems = append(problems, p.say(p.items))
+	}
+	if ready.Status == metav1.ConditionTrue {
 		ready.Message = fmt.Sprintf("%d object(s) protected", countState(st.Protected, v1alpha1.StateProtected))
+	} else {
+		ready.Message = strings.Join(problems, "; ")
 	}
 
 	heldCond := metav1.Condition{Type: v1alpha1.ConditionHeld, ObservedGeneration: gen}
@@ -39,6 +65,8 @@ func (r *Reconciler) setConditions(o object, before *v1alpha1.LienStatus, held b
 	}
 	_, heldBy, _, _ := o.spec()
 	switch {
+	case f.cycle != "":
+		heldCond.Status, heldCond.Reason, heldCond.Message = metav1.ConditionFalse, v1alpha1.ReasonCycleReleased, f.cycle
 	case held && len(heldBy) == 0:
 		heldCond.Status, heldCond.Reason, heldCond.Message = metav1.ConditionTrue, v1alpha1.ReasonHeld, "held until the lien is deleted"
 	case held && len(holding) > 0:

@@ -25,10 +25,14 @@ var (
 		Name: "teardown_lien_deferred_deletes_total",
 		Help: "Deletes a Defer lien held back, counted when the lien let the object go, by lien kind.",
 	}, []string{"kind"})
+	repairedMarkers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "teardown_lien_repaired_markers_total",
+		Help: "Objects whose malformed or foreign lien markers the controller rewrote from the liens that exist.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(liensHeld, protectedObjects, releases, deferredDeletes)
+	metrics.Registry.MustRegister(liensHeld, protectedObjects, releases, deferredDeletes, repairedMarkers)
 }
 
 // tally keeps each lien's last observed state so that the gauges are sums

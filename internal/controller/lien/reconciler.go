@@ -2,6 +2,7 @@ package lien
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,6 +58,7 @@ type Reconciler struct {
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionKind]bool
 	strays     map[types.NamespacedName]map[strayRef]bool // see strays.go
+	repairs    map[strayRef]bool                          // see repair.go
 }
 
 // Setup registers the Lien and ClusterLien controllers with mgr.
@@ -118,7 +120,8 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	r.controller = c
-	return nil
+	// CRDs carry the markers of liens on their custom resources (crd.go).
+	return r.watch(crdGVK)
 }
 
 // kind is the lien kind this reconciler serves, for metrics.
@@ -134,6 +137,7 @@ func (l clusterLienObj) unwrap() client.Object { return l.ClusterLien }
 
 // Reconcile brings one lien's markers and status in step with the cluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.repairPending(ctx)
 	o := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -154,15 +158,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	before := o.status().DeepCopy()
-	protect, heldBy, _, _ := o.spec()
-	var invalid []string
+	protect, heldBy, mode, _ := o.spec()
+	var f findings
 
 	// Holders first: they decide whether anything is protected.
-	holders, holding, invalidHolders, err := r.resolveHolders(ctx, o, heldBy)
+	holders, holding, err := r.resolveHolders(ctx, o, heldBy, &f)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	invalid = append(invalid, invalidHolders...)
 	held := holding
 	if len(heldBy) == 0 {
 		held = true // held until the lien is deleted
@@ -178,19 +181,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		held = held && len(heldBy) > 0 && terminating
 	}
-
-	var desired []metav1.PartialObjectMetadata
-	var missing []string
-	if held {
-		var invalidTargets []string
-		desired, missing, invalidTargets, err = r.resolveTargets(ctx, o, protect)
-		if err != nil {
+	if held && len(heldBy) > 0 {
+		// ... unless its holders are its own protected objects, through
+		// other liens or not: then it is released (see cycles.go).
+		if f.cycle, err = r.cycle(ctx, o, holders); err != nil {
 			return reconcile.Result{}, err
 		}
-		invalid = append(invalid, invalidTargets...)
+		held = f.cycle == ""
 	}
 
-	protected, released, err := r.apply(ctx, o, held, desired)
+	var desired []metav1.PartialObjectMetadata
+	if held {
+		if desired, err = r.resolveTargets(ctx, o, protect, &f); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	protected, released, err := r.apply(ctx, o, held, desired, &f)
+	if err == nil {
+		err = r.protectCRDs(ctx, o, held && mode == v1alpha1.LienModeDeny, protected, &f)
+	}
 	if handled, rerr := r.reportForbidden(ctx, o, err); handled {
 		return reconcile.Result{RequeueAfter: resync}, rerr
 	}
@@ -210,7 +220,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	st.HeldBy = holders
 	st.ProtectedCount = int32(countState(protected, v1alpha1.StateProtected))
 	counts.set(r.kind(), req.String(), lienCount{held: held, protected: int(st.ProtectedCount)}, false)
-	r.setConditions(o, before, held, holders, invalid, missing)
+	r.setConditions(o, before, held, holders, f)
+	r.reportCycle(o, before, f.cycle)
 	if !statusEqual(before, st) {
 		if err := r.Client.Status().Update(ctx, o.unwrap()); err != nil {
 			return r.conflictOrError(err)
@@ -225,8 +236,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
+	if len(f.unmarked) > 0 {
+		// Status says so; retry with back-off.
+		return reconcile.Result{}, fmt.Errorf("the lien markers of %s could not be written", strings.Join(f.unmarked, ", "))
+	}
+	if len(f.notServed) > 0 {
+		return reconcile.Result{RequeueAfter: notServedRetry}, nil
+	}
 	return reconcile.Result{RequeueAfter: resync}, nil
 }
+
+// findings is what a reconcile found wrong, for the conditions.
+type findings struct {
+	invalid   []string // spec fields that cannot be resolved, with why
+	notServed []string // spec fields whose kind is not served
+	missing   []string // named targets that do not exist
+	tooMany   []string // objects that already carry lien.MaxEntries liens
+	unmarked  []string // objects whose markers could not be written, with why
+	cycle     string   // the cycle of liens this one was released from
+}
+
+// notServedRetry is how often a lien naming a kind that is not served
+// looks again, besides the CRD watch.
+const notServedRetry = 5 * time.Minute
 
 // conflictOrError handles a refused write of the lien itself: a conflict
 // (someone changed it between our read and our write) requeues silently;
@@ -247,31 +279,40 @@ type resolved struct {
 	namespace string // "" for cluster-scoped
 }
 
-// resolve maps r to a GVK and namespace, or says in a message why not.
-func (r *Reconciler) resolve(o object, x ref) (resolved, string) {
+// resolve maps r to a GVK and namespace, or says in a message why not;
+// notServed tells a kind the cluster does not serve (now) from bad input.
+func (r *Reconciler) resolve(o object, x ref) (_ resolved, msg string, notServed bool) {
 	gv, err := schema.ParseGroupVersion(x.APIVersion)
 	if err != nil {
-		return resolved{}, fmt.Sprintf("%s.apiVersion: %q is not a valid apiVersion", x.Field, x.APIVersion)
+		return resolved{}, fmt.Sprintf("%s.apiVersion: %q is not a valid apiVersion", x.Field, x.APIVersion), false
 	}
 	gvk := gv.WithKind(x.Kind)
 	m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return resolved{}, fmt.Sprintf("%s: kind %s is not served by this cluster", x.Field, gvk.Kind+"."+gvk.GroupVersion().String())
+		return resolved{}, notServedMessage(x, gvk), true
 	}
 	nsScoped := m.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
 	case o.namespaced() && x.Namespace != "":
-		return resolved{}, fmt.Sprintf("%s.namespace: a Lien only reaches objects in its own namespace", x.Field)
+		return resolved{}, fmt.Sprintf("%s.namespace: a Lien only reaches objects in its own namespace", x.Field), false
 	case o.namespaced() && !nsScoped:
-		return resolved{}, fmt.Sprintf("%s: %s is cluster-scoped, and a Lien only reaches objects in its own namespace: use a ClusterLien", x.Field, x.Kind)
+		return resolved{}, fmt.Sprintf("%s: %s is cluster-scoped, and a Lien only reaches objects in its own namespace: use a ClusterLien", x.Field, x.Kind), false
 	case o.namespaced():
-		return resolved{gvk: gvk, namespace: o.GetNamespace()}, ""
+		return resolved{gvk: gvk, namespace: o.GetNamespace()}, "", false
 	case nsScoped && x.Namespace == "":
-		return resolved{}, fmt.Sprintf("%s.namespace: required for the namespaced kind %s", x.Field, x.Kind)
+		return resolved{}, fmt.Sprintf("%s.namespace: required for the namespaced kind %s", x.Field, x.Kind), false
 	case !nsScoped && x.Namespace != "":
-		return resolved{}, fmt.Sprintf("%s.namespace: %s is cluster-scoped and takes no namespace", x.Field, x.Kind)
+		return resolved{}, fmt.Sprintf("%s.namespace: %s is cluster-scoped and takes no namespace", x.Field, x.Kind), false
 	}
-	return resolved{gvk: gvk, namespace: x.Namespace}, ""
+	return resolved{gvk: gvk, namespace: x.Namespace}, "", false
+}
+
+// errNotServed is lookup's error for a kind the API server does not serve:
+// its CRD is not installed, or gone, while the mapper still knows it.
+var errNotServed = errors.New("kind not served")
+
+func notServedMessage(x ref, gvk schema.GroupVersionKind) string {
+	return fmt.Sprintf("%s: kind %s is not served by this cluster (its CRD is not installed, or gone)", x.Field, gvk.Kind+"."+gvk.GroupVersion().String())
 }
 
 // lookup reads, live, the objects x names: one by name, or all that match
@@ -285,7 +326,14 @@ func (r *Reconciler) lookup(ctx context.Context, x ref, res resolved) ([]metav1.
 		obj.SetGroupVersionKind(res.gvk)
 		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: res.namespace, Name: x.Name}, &obj)
 		if apierrors.IsNotFound(err) {
+			// A kind no longer served answers 404 as well.
+			if served, err := r.served(ctx, res); err != nil || !served {
+				return nil, err
+			}
 			return nil, nil
+		}
+		if meta.IsNoMatchError(err) {
+			return nil, errNotServed
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading %s %s: %w", res.gvk.Kind, x.Name, err)
@@ -303,6 +351,9 @@ func (r *Reconciler) lookup(ctx context.Context, x ref, res resolved) ([]metav1.
 		opts = append(opts, client.InNamespace(res.namespace))
 	}
 	if err := r.APIReader.List(ctx, &list, opts...); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, errNotServed
+		}
 		return nil, fmt.Errorf("listing %s: %w", res.gvk.Kind, err)
 	}
 	for i := range list.Items {
@@ -314,25 +365,67 @@ func (r *Reconciler) lookup(ctx context.Context, x ref, res resolved) ([]metav1.
 	return list.Items, nil
 }
 
+// served tells, by a live list of at most one object, whether the API
+// server serves res's kind; errNotServed if not.
+func (r *Reconciler) served(ctx context.Context, res resolved) (bool, error) {
+	list := metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(res.gvk.GroupVersion().WithKind(res.gvk.Kind + "List"))
+	opts := []client.ListOption{client.Limit(1)}
+	if res.namespace != "" {
+		opts = append(opts, client.InNamespace(res.namespace))
+	}
+	err := r.APIReader.List(ctx, &list, opts...)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, errNotServed
+	}
+	return false, fmt.Errorf("listing %s: %w", res.gvk.Kind, err)
+}
+
 // resolveHolders reads every holder live and reports which still hold. A
 // named holder is the object with the UID first seen under that name; a
 // holder that cannot be resolved (bad input) counts as holding: bad input
-// never releases anything.
-func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref) (statuses []v1alpha1.ObjectStatus, holding bool, invalid []string, err error) {
+// never releases anything. A holder of a kind no longer served that the
+// lien saw exist went with its kind (the CRD's deletion deleted it); one it
+// never saw counts as holding.
+func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref, f *findings) (statuses []v1alpha1.ObjectStatus, holding bool, err error) {
 	previous := map[string]v1alpha1.ObjectStatus{}
 	for _, s := range o.status().HeldBy {
 		previous[statusKey(s)] = s
 	}
 	for _, x := range heldBy {
-		res, msg := r.resolve(o, x)
-		if msg != "" {
-			invalid = append(invalid, msg)
+		res, msg, notServed := r.resolve(o, x)
+		var objs []metav1.PartialObjectMetadata
+		if msg == "" {
+			objs, err = r.lookup(ctx, x, res)
+			if errors.Is(err, errNotServed) {
+				msg, notServed, err = notServedMessage(x, res.gvk), true, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+		}
+		if msg != "" && !notServed {
+			f.invalid = append(f.invalid, msg)
 			holding = true
 			continue
 		}
-		objs, err := r.lookup(ctx, x, res)
-		if err != nil {
-			return nil, false, nil, err
+		if notServed {
+			f.notServed = append(f.notServed, msg)
+			seen := false
+			for _, prev := range o.status().HeldBy {
+				if prev.APIVersion == x.APIVersion && prev.Kind == x.Kind && prev.UID != "" && (x.Name == "" || prev.Name == x.Name) {
+					seen = true
+					if x.Name != "" {
+						prev.State = v1alpha1.StateGone
+						statuses = append(statuses, prev)
+					}
+				}
+			}
+			holding = holding || !seen
+			continue
 		}
 		if x.Name != "" {
 			s := v1alpha1.ObjectStatus{APIVersion: x.APIVersion, Kind: x.Kind, Namespace: res.namespace, Name: x.Name}
@@ -356,33 +449,43 @@ func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref)
 			holding = true
 		}
 	}
-	return statuses, holding, invalid, nil
+	return statuses, holding, nil
 }
 
 // resolveTargets reads, live, the objects the lien should protect.
-func (r *Reconciler) resolveTargets(ctx context.Context, o object, protect []ref) (objs []metav1.PartialObjectMetadata, missing, invalid []string, err error) {
+func (r *Reconciler) resolveTargets(ctx context.Context, o object, protect []ref, f *findings) (objs []metav1.PartialObjectMetadata, err error) {
 	for _, x := range protect {
-		res, msg := r.resolve(o, x)
-		if msg != "" {
-			invalid = append(invalid, msg)
-			continue
+		res, msg, notServed := r.resolve(o, x)
+		if msg == "" {
+			found, err := r.lookup(ctx, x, res)
+			switch {
+			case errors.Is(err, errNotServed):
+				msg, notServed = notServedMessage(x, res.gvk), true
+			case err != nil:
+				return nil, err
+			default:
+				if x.Name != "" && len(found) == 0 {
+					f.missing = append(f.missing, fmt.Sprintf("%s %s", x.Kind, qualified(res.namespace, x.Name)))
+				}
+				objs = append(objs, found...)
+				continue
+			}
 		}
-		found, err := r.lookup(ctx, x, res)
-		if err != nil {
-			return nil, nil, nil, err
+		if notServed {
+			f.notServed = append(f.notServed, msg)
+		} else {
+			f.invalid = append(f.invalid, msg)
 		}
-		if x.Name != "" && len(found) == 0 {
-			missing = append(missing, fmt.Sprintf("%s %s", x.Kind, qualified(res.namespace, x.Name)))
-		}
-		objs = append(objs, found...)
 	}
-	return objs, missing, invalid, nil
+	return objs, nil
 }
 
 // apply puts this lien's entry on every desired object and takes it off
 // every object it was on before that is no longer desired. It returns the
-// new protected list and the namespaces of released objects.
-func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []metav1.PartialObjectMetadata) ([]v1alpha1.ObjectStatus, []string, error) {
+// new protected list and the namespaces of released objects. An object
+// that cannot take the entry (too many liens, a failed write) is not
+// protected, and f says so; the others are.
+func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []metav1.PartialObjectMetadata, f *findings) ([]v1alpha1.ObjectStatus, []string, error) {
 	entry := entryFor(o)
 	want := map[string]bool{}
 	var protected []v1alpha1.ObjectStatus
@@ -390,8 +493,12 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 		obj := &desired[i]
 		s := v1alpha1.ObjectStatus{APIVersion: obj.APIVersion, Kind: obj.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: string(obj.UID), State: v1alpha1.StateProtected}
 		want[statusKey(s)] = true
-		if err := r.patchMarkers(ctx, obj, func(m *metav1.PartialObjectMetadata) (bool, error) { return lien.Set(m, entry) }); err != nil {
-			return nil, nil, err
+		err := r.editMarkers(ctx, o, obj, func(es []lien.Entry) ([]lien.Entry, error) { return lien.With(es, entry) })
+		if err != nil {
+			if !r.objectProblem(ctx, f, obj, err) {
+				return nil, nil, err
+			}
+			continue
 		}
 		protected = append(protected, s)
 	}
@@ -441,7 +548,7 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 			}
 		}
 		if obj != nil {
-			if err := r.patchMarkers(ctx, obj, func(m *metav1.PartialObjectMetadata) (bool, error) { return lien.Remove(m, entry.Lien) }); err != nil {
+			if err := r.editMarkers(ctx, o, obj, func(es []lien.Entry) ([]lien.Entry, error) { return lien.Without(es, entry.Lien), nil }); err != nil {
 				return nil, nil, err
 			}
 			if obj.Namespace != "" {
@@ -459,17 +566,38 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 		}
 	}
 	slices.SortFunc(protected, func(a, b v1alpha1.ObjectStatus) int { return strings.Compare(statusKey(a), statusKey(b)) })
+	slices.Sort(releasedNS)
 	return protected, slices.Compact(releasedNS), nil
 }
 
+// objectProblem records in f why obj could not take the lien's entry, and
+// reports whether the reconcile goes on with the other objects: yes for a
+// full object or a failed write, no for a refusal (reportForbidden explains
+// it) or a conflict (retried).
+func (r *Reconciler) objectProblem(ctx context.Context, f *findings, obj *metav1.PartialObjectMetadata, err error) bool {
+	var fe *forbiddenError
+	what := fmt.Sprintf("%s %s", obj.Kind, qualified(obj.Namespace, obj.Name))
+	switch {
+	case errors.Is(err, lien.ErrTooManyLiens):
+		f.tooMany = append(f.tooMany, what)
+		return true
+	case errors.As(err, &fe), apierrors.IsConflict(err):
+		return false
+	}
+	ctrl.LoggerFrom(ctx).Error(err, "writing lien markers", "kind", obj.Kind, "object", qualified(obj.Namespace, obj.Name))
+	f.unmarked = append(f.unmarked, what)
+	return true
+}
+
 // carrying lists, live, the objects of the kinds this lien protects that
-// carry its entry, found by the lien label (server-side) and the annotation.
+// carry its entry, found by the lien label (server-side) and the
+// annotation. Broken markers found on the way are repaired first.
 func (r *Reconciler) carrying(ctx context.Context, o object, key string) ([]metav1.PartialObjectMetadata, error) {
 	protect, _, _, _ := o.spec()
 	done := map[resolved]bool{}
 	var out []metav1.PartialObjectMetadata
 	for _, x := range protect {
-		res, msg := r.resolve(o, x)
+		res, msg, _ := r.resolve(o, x)
 		if msg != "" || done[res] {
 			continue
 		}
@@ -481,14 +609,22 @@ func (r *Reconciler) carrying(ctx context.Context, o object, key string) ([]meta
 			opts = append(opts, client.InNamespace(res.namespace))
 		}
 		if err := r.APIReader.List(ctx, &list, opts...); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue // not served: nothing of it carries anything
+			}
 			return nil, fmt.Errorf("listing %s that carry lien markers: %w", res.gvk.Kind, err)
 		}
 		for i := range list.Items {
 			obj := list.Items[i]
-			if has, err := lien.Has(&obj, key); err != nil || !has {
-				continue // unparseable markers are left alone
-			}
 			obj.SetGroupVersionKind(res.gvk)
+			if len(lien.Problems(&obj)) > 0 {
+				if err := r.editMarkers(ctx, o, &obj, func(es []lien.Entry) ([]lien.Entry, error) { return es, nil }); err != nil {
+					return nil, err
+				}
+			}
+			if has, err := lien.Has(&obj, key); err != nil || !has {
+				continue
+			}
 			out = append(out, obj)
 		}
 	}
@@ -515,30 +651,6 @@ func (r *Reconciler) getStatusObject(ctx context.Context, s v1alpha1.ObjectStatu
 		return nil, nil // another object under the same name: ours is gone
 	}
 	return obj, nil
-}
-
-// patchMarkers changes obj's lien markers with change and, if that changed
-// anything, patches them with optimistic locking on the resourceVersion
-// read, so a concurrent write is never overwritten.
-func (r *Reconciler) patchMarkers(ctx context.Context, obj *metav1.PartialObjectMetadata, change func(*metav1.PartialObjectMetadata) (bool, error)) error {
-	orig := obj.DeepCopy()
-	changed, err := change(obj)
-	if err != nil {
-		return err // a malformed annotation: leave the object as it is
-	}
-	if !changed {
-		return nil
-	}
-	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if apierrors.IsForbidden(err) {
-			return &forbiddenError{gvk: obj.GroupVersionKind(), namespace: obj.Namespace, name: obj.Name, err: err}
-		}
-		return fmt.Errorf("patching the lien markers of %s %s: %w", obj.Kind, qualified(obj.Namespace, obj.Name), err)
-	}
-	return nil
 }
 
 // nudge makes the namespace controller retry a terminating namespace now.
@@ -578,7 +690,14 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, changed client.Object) []reconcile.Request {
-		return append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, gvk, changed)...)
+		if len(lien.Problems(changed)) > 0 {
+			r.pendingRepair(strayRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()})
+		}
+		reqs := append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, gvk, changed)...)
+		if gvk == crdGVK {
+			reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
+		}
+		return reqs
 	}))
 	if err := r.controller.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)

@@ -429,7 +429,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 
-	t.Run("unknown kind: InvalidTarget, the valid target still protected", func(t *testing.T) {
+	t.Run("unknown kind: KindNotServed, the valid target still protected", func(t *testing.T) {
 		ok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok"}}
 		if err := k.Create(ctx, ok); err != nil {
 			t.Fatal(err)
@@ -444,7 +444,7 @@ func TestBadInput(t *testing.T) {
 		if err := k.Create(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		c := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidTarget)
+		c := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonKindNotServed)
 		if !strings.Contains(c.Message, "spec.protect[0]: kind Nope.nope.example.com/v1 is not served") {
 			t.Errorf("Ready message %q should name spec.protect[0] and the kind", c.Message)
 		}

@@ -37,7 +37,7 @@ type strayRef struct {
 func (r *Reconciler) strayLiens(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
 	entries, err := lien.Entries(changed)
 	if err != nil {
-		return nil // malformed markers are left alone
+		return nil // malformed markers: repaired, see repair.go
 	}
 	var reqs []reconcile.Request
 	for _, e := range entries {
@@ -107,10 +107,10 @@ func (r *Reconciler) releaseStrays(ctx context.Context, key types.NamespacedName
 		}
 		obj.SetGroupVersionKind(ref.gvk)
 		removed := false
-		if err := r.patchMarkers(ctx, obj, func(m *metav1.PartialObjectMetadata) (bool, error) {
-			changed, err := lien.Remove(m, entry)
-			removed = changed
-			return changed, err
+		if err := r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) {
+			next := lien.Without(es, entry)
+			removed = len(next) != len(es)
+			return next, nil
 		}); err != nil {
 			r.keepStrays(key, refs)
 			return err

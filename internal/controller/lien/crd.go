@@ -1,0 +1,149 @@
+package lien
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// Deleting a CRD deletes its custom resources from inside kube-apiserver
+// (the CRD's cleanup finalizer), without admission: a Deny lien on a
+// custom resource would not stop it. So while a Deny lien protects an
+// object of a CRD, the CRD carries the lien's markers too — the label
+// teardown.dev/lien=true and an entry of that lien whose reason names the
+// objects — and the deny policy refuses the CRD's DELETE, saying which lien
+// and which objects. The entry comes off once the lien protects no object
+// of that CRD any more (or is released). A Defer lien needs nothing: the
+// CRD's deletion deletes its custom resources, whose Defer finalizer keeps
+// them, and the CRD waits, Terminating, until the lien lets them go.
+
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// crdNamesShown is how many objects a CRD entry's reason names.
+const crdNamesShown = 5
+
+// protectCRDs puts the lien's entry on the CRD of each custom resource in
+// protected (when protect, that is for a held Deny lien) and takes it off
+// every CRD that carries it and needs it no more.
+func (r *Reconciler) protectCRDs(ctx context.Context, o object, protect bool, protected []v1alpha1.ObjectStatus, f *findings) error {
+	key := lien.Key(o.GetNamespace(), o.GetName())
+	objects := map[string][]string{} // CRD name -> objects it serves
+	if protect {
+		names := map[schema.GroupKind]string{}
+		for _, s := range protected {
+			if s.State != v1alpha1.StateProtected {
+				continue
+			}
+			gv, err := schema.ParseGroupVersion(s.APIVersion)
+			if err != nil || gv.Group == "" {
+				continue
+			}
+			gk := schema.GroupKind{Group: gv.Group, Kind: s.Kind}
+			name, ok := names[gk]
+			if !ok {
+				if m, err := r.Mapper.RESTMapping(gk, gv.Version); err == nil {
+					name = m.Resource.Resource + "." + gk.Group
+				}
+				names[gk] = name
+			}
+			if name != "" {
+				objects[name] = append(objects[name], qualified(s.Namespace, s.Name))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(objects)) {
+		crd := &metav1.PartialObjectMetadata{}
+		crd.SetGroupVersionKind(crdGVK)
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				delete(objects, name) // a built-in or aggregated kind: no CRD
+				continue
+			}
+			return fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
+		}
+		crd.SetGroupVersionKind(crdGVK)
+		entry := lien.Entry{Lien: key, Reason: crdReason(name, objects[name])}
+		err := r.editMarkers(ctx, o, crd, func(es []lien.Entry) ([]lien.Entry, error) { return lien.With(es, entry) })
+		if err != nil && errors.Is(err, lien.ErrTooManyLiens) && crd.Labels[lien.Label] == lien.LabelDeny {
+			continue // full of liens, every one refusing its deletion already
+		}
+		if err != nil && !r.objectProblem(ctx, f, crd, err) {
+			return err
+		}
+	}
+
+	list := metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(crdGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
+	if err := r.APIReader.List(ctx, &list, client.HasLabels{lien.Label}); err != nil {
+		return fmt.Errorf("listing CustomResourceDefinitions that carry lien markers: %w", err)
+	}
+	for i := range list.Items {
+		crd := &list.Items[i]
+		crd.SetGroupVersionKind(crdGVK)
+		if _, needed := objects[crd.Name]; needed {
+			continue
+		}
+		if has, err := lien.Has(crd, key); err != nil || !has {
+			continue
+		}
+		if err := r.editMarkers(ctx, o, crd, func(es []lien.Entry) ([]lien.Entry, error) { return lien.Without(es, key), nil }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crdReason is the reason of a lien's entry on a CRD: what it protects.
+func crdReason(crd string, objects []string) string {
+	slices.Sort(objects)
+	objects = slices.Compact(objects)
+	shown := objects
+	if len(shown) > crdNamesShown {
+		shown = shown[:crdNamesShown]
+	}
+	reason := fmt.Sprintf("protects %s %s", crd, strings.Join(shown, ", "))
+	if n := len(objects) - len(shown); n > 0 {
+		reason += fmt.Sprintf(" and %d more", n)
+	}
+	return reason
+}
+
+// liensOnCRD is, when a CRD changes, the liens of this reconciler's kind to
+// look again: those whose entry it carries (to put back markers taken off
+// by break-glass) and those that name a kind not served (it may be served
+// now).
+func (r *Reconciler) liensOnCRD(ctx context.Context, crd client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if entries, err := lien.Entries(crd); err == nil {
+		for _, e := range entries {
+			if key, ok := r.lienKey(e.Lien); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: key})
+			}
+		}
+	}
+	all, err := r.list(ctx, r.Client)
+	if err != nil {
+		return reqs
+	}
+	for _, o := range all {
+		for _, c := range o.status().Conditions {
+			if c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonKindNotServed {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
+			}
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,274 @@
+package lien
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// Bad data never stops the controller. An object's markers can be
+// malformed (an annotation that is no JSON list of entries, a label without
+// entries or with a value the entries do not give, a finalizer out of step)
+// or foreign (entries naming liens that do not exist): written before the
+// policies refused such writes, or by break-glass. Such markers are
+// repaired, not skipped: they are rewritten from the liens that exist —
+// those whose entries could still be read and those whose status lists the
+// object — each entry as the lien itself writes it, and reported with an
+// Event on the object and on every lien it carries, and
+// teardown_lien_repaired_markers_total. The lien at hand then goes on with
+// its other objects.
+
+// editMarkers changes obj's lien entries with edit and patches them, with
+// optimistic locking on the resourceVersion read. Broken markers are first
+// repaired. A conflict is retried with a fresh live read; the object gone
+// meanwhile is no error. by is the lien at hand, for events (nil for none).
+func (r *Reconciler) editMarkers(ctx context.Context, by object, obj *metav1.PartialObjectMetadata, edit func([]lien.Entry) ([]lien.Entry, error)) error {
+	gvk := obj.GroupVersionKind()
+	var lastErr error
+	for attempt := range 3 {
+		if attempt > 0 {
+			fresh := &metav1.PartialObjectMetadata{}
+			fresh.SetGroupVersionKind(gvk)
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return fmt.Errorf("reading %s %s: %w", gvk.Kind, qualified(obj.Namespace, obj.Name), err)
+			}
+			fresh.SetGroupVersionKind(gvk)
+			*obj = *fresh
+		}
+		orig := obj.DeepCopy()
+		entries, problems, carriers, err := r.currentEntries(ctx, obj)
+		if err != nil {
+			return err
+		}
+		next, err := edit(entries)
+		if err != nil {
+			return err
+		}
+		changed, err := lien.Rewrite(obj, next)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return nil
+		}
+		err = r.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case err == nil:
+			if len(problems) > 0 {
+				r.reportRepair(ctx, by, obj, problems, next, carriers)
+			}
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsForbidden(err):
+			return &forbiddenError{gvk: gvk, namespace: obj.Namespace, name: obj.Name, err: err}
+		case apierrors.IsConflict(err):
+			lastErr = err
+			continue
+		}
+		return fmt.Errorf("patching the lien markers of %s %s: %w", gvk.Kind, qualified(obj.Namespace, obj.Name), err)
+	}
+	return lastErr
+}
+
+// currentEntries is obj's entries, as they are when its markers are sound,
+// or else as rewritten from the liens that exist; problems says what was
+// wrong (nothing for sound markers).
+func (r *Reconciler) currentEntries(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, problems []string, carriers []object, err error) {
+	problems = lien.Problems(obj)
+	if len(problems) == 0 {
+		entries, err = lien.Entries(obj)
+		return entries, nil, nil, err
+	}
+	entries, gone, carriers, err := r.entriesFromLiens(ctx, obj)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, g := range gone {
+		problems = append(problems, fmt.Sprintf("an entry of %s, which does not exist", g))
+	}
+	return entries, problems, carriers, nil
+}
+
+// entriesFromLiens rebuilds obj's entries from the liens that exist: those
+// named by the entries that could still be read, and those whose status
+// lists obj as protected. A lien counts as gone only when a live read says
+// so. gone names the entries dropped.
+func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, gone []string, carriers []object, err error) {
+	keys := map[string]bool{}
+	for _, e := range lien.Salvage(obj) {
+		keys[e.Lien] = true
+	}
+	listed, err := r.liensListing(ctx, obj)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, k := range listed {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	for _, key := range sorted {
+		l, err := r.readLien(ctx, key)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if l == nil {
+			gone = append(gone, lienName(key))
+			continue
+		}
+		entries = append(entries, entryFor(l))
+		carriers = append(carriers, l)
+	}
+	return entries, gone, carriers, nil
+}
+
+// liensListing is the liens (of both kinds, from the cache) whose status
+// lists obj, by UID, as protected.
+func (r *Reconciler) liensListing(ctx context.Context, obj *metav1.PartialObjectMetadata) ([]string, error) {
+	all, err := allLiens(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range all {
+		if slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
+			return s.State == v1alpha1.StateProtected && s.UID == string(obj.UID) && s.Name == obj.Name && s.Namespace == obj.Namespace
+		}) {
+			out = append(out, lien.Key(l.GetNamespace(), l.GetName()))
+		}
+	}
+	return out, nil
+}
+
+// allLiens lists every Lien and ClusterLien.
+func allLiens(ctx context.Context, c client.Reader) ([]object, error) {
+	var ls v1alpha1.LienList
+	if err := c.List(ctx, &ls); err != nil {
+		return nil, fmt.Errorf("listing liens: %w", err)
+	}
+	var cls v1alpha1.ClusterLienList
+	if err := c.List(ctx, &cls); err != nil {
+		return nil, fmt.Errorf("listing cluster liens: %w", err)
+	}
+	var out []object
+	for i := range ls.Items {
+		out = append(out, lienObj{&ls.Items[i]})
+	}
+	for i := range cls.Items {
+		out = append(out, clusterLienObj{&cls.Items[i]})
+	}
+	return out, nil
+}
+
+// readLien reads, live, the lien an entry names ("ns/name" a Lien, "name"
+// a ClusterLien); nil if it does not exist.
+func (r *Reconciler) readLien(ctx context.Context, key string) (object, error) {
+	ns, name, namespaced := strings.Cut(key, "/")
+	var o object = clusterLienObj{&v1alpha1.ClusterLien{}}
+	nn := types.NamespacedName{Name: key}
+	if namespaced {
+		o, nn = lienObj{&v1alpha1.Lien{}}, types.NamespacedName{Namespace: ns, Name: name}
+	}
+	if err := r.APIReader.Get(ctx, nn, o.unwrap()); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s: %w", lienName(key), err)
+	}
+	return o, nil
+}
+
+// lienName is how messages name the lien of an entry.
+func lienName(key string) string {
+	if strings.Contains(key, "/") {
+		return "Lien " + key
+	}
+	return "ClusterLien " + key
+}
+
+// reportRepair records a repair: an Event on the object and on each lien
+// it carries now (and the lien at hand), and the metric.
+func (r *Reconciler) reportRepair(ctx context.Context, by object, obj *metav1.PartialObjectMetadata, problems []string, now []lien.Entry, carriers []object) {
+	repairedMarkers.Inc()
+	what := fmt.Sprintf("%s %s", obj.Kind, qualified(obj.Namespace, obj.Name))
+	var names []string
+	for _, e := range now {
+		names = append(names, e.Lien)
+	}
+	carried := "no lien"
+	if len(names) > 0 {
+		carried = strings.Join(names, ", ")
+	}
+	note := fmt.Sprintf("repaired the lien markers of %s (%s); they now name %s", what, strings.Join(problems, "; "), carried)
+	ctrl.LoggerFrom(ctx).Info("repaired lien markers", "kind", obj.Kind, "object", qualified(obj.Namespace, obj.Name), "problems", problems, "liens", names)
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonRepairedMarkers, "Repair", "%s", note)
+	told := map[string]bool{}
+	if by != nil {
+		told[lien.Key(by.GetNamespace(), by.GetName())] = true
+		r.Recorder.Eventf(by.unwrap(), nil, corev1.EventTypeWarning, v1alpha1.ReasonRepairedMarkers, "Repair", "%s", note)
+	}
+	for _, l := range carriers {
+		if k := lien.Key(l.GetNamespace(), l.GetName()); !told[k] && slices.Contains(names, k) {
+			told[k] = true
+			r.Recorder.Eventf(l.unwrap(), nil, corev1.EventTypeWarning, v1alpha1.ReasonRepairedMarkers, "Repair", "%s", note)
+		}
+	}
+}
+
+// pendingRepair records a watched object seen with broken markers; the
+// next reconcile of this kind of lien repairs it (see repairPending).
+func (r *Reconciler) pendingRepair(ref strayRef) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.repairs == nil {
+		r.repairs = map[strayRef]bool{}
+	}
+	r.repairs[ref] = true
+}
+
+// repairPending repairs the objects seen with broken markers, after a live
+// read confirms them still broken; those it could not repair are kept for
+// the next reconcile.
+func (r *Reconciler) repairPending(ctx context.Context) {
+	r.mu.Lock()
+	refs := r.repairs
+	r.repairs = nil
+	r.mu.Unlock()
+	for ref := range refs {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(ref.gvk)
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err == nil {
+			obj.SetGroupVersionKind(ref.gvk)
+			if len(lien.Problems(obj)) == 0 {
+				continue
+			}
+			err = r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) { return es, nil })
+		}
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "repairing lien markers", "kind", ref.gvk.Kind, "object", qualified(ref.namespace, ref.name))
+			r.pendingRepair(ref)
+		}
+	}
+}
