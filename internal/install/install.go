@@ -159,6 +159,14 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 		return err
 	}
 	fmt.Fprintln(out, "lien policy enforced")
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" && u.GetName() == PolicyConfigMap {
+			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")
+			groups, _, _ := unstructured.NestedString(u.Object, "data", "breakGlassGroups")
+			fmt.Fprintf(out, "the lien policies trust %s to change lien markers: run the controller as one of them (teardown controller impersonates %s when it may)\n",
+				Trust{ControllerUsers: list(users), BreakGlassGroups: list(groups)}, ControllerUser)
+		}
+	}
 	return nil
 }
 
