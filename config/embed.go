@@ -21,6 +21,7 @@ var Files = []string{
 	"policy/lien-deny.yaml",
 	"policy/lien-eviction.yaml",
 	"policy/lien-tamper.yaml",
+	"policy/owner-links.yaml",
 }
 
 // ControllerFiles are the controller's Deployment, PodDisruptionBudget and

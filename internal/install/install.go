@@ -159,6 +159,9 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 		return err
 	}
 	fmt.Fprintln(out, "lien policy enforced")
+	if err := waitOwnerLinksEnforced(ctx, cfg); err != nil {
+		return err
+	}
 	for _, u := range objs {
 		if u.GetKind() == "ConfigMap" && u.GetName() == PolicyConfigMap {
 			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")

@@ -40,6 +40,10 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicy/teardown-lien-tamper",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-tamper",
 		"ConfigMap/teardown-policy",
+		"ValidatingAdmissionPolicy/teardown-owner-links",
+		"ValidatingAdmissionPolicyBinding/teardown-owner-links",
+		"ValidatingAdmissionPolicy/teardown-orphan-intent",
+		"ValidatingAdmissionPolicyBinding/teardown-orphan-intent",
 	}
 	if diff := cmp.Diff(want, names(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)

@@ -24,9 +24,16 @@ const (
 	// ConfirmDeletionAnnotation = "true" on an owner marks its deletion as
 	// intended, for OrphanUnlessConfirmed.
 	ConfirmDeletionAnnotation = "teardown.dev/confirm-deletion"
-	// Finalizer is held on an owner until its dependents are deleted or
-	// orphaned as its policy says.
+	// Finalizer is held on an owner with linked dependents or a policy
+	// that needs it, until its dependents are deleted or orphaned as its
+	// policy (or the deleter's propagationPolicy Orphan) says.
 	Finalizer = "teardown.dev/dependents"
+	// OwnerLabel = "true" marks an owner teardown holds Finalizer on, so that
+	// the policy teardown-orphan-intent matches only those: while teardown's
+	// finalizer is there, kube-apiserver keeps the finalizer "orphan" a
+	// propagationPolicy Orphan deletion added, and teardown can see the
+	// deleter's intent.
+	OwnerLabel = "teardown.dev/owner"
 )
 
 // OwnerLink is one entry of the owners annotation: an ownerReference plus
@@ -100,8 +107,12 @@ func LinkTo(owner Object) (OwnerLink, error) {
 
 // SetOwner adds owner to dependent's owner links (or updates the link with
 // the same UID) and sets the owned label. It fails, changing nothing, when
-// the owner lacks apiVersion, kind, name or UID, or when the dependent's
-// annotation is malformed.
+// the owner lacks apiVersion, kind, name or UID or has a character the
+// annotation may not hold (ValidateCanonical), when the dependent already
+// has MaxOwners other owners, or when its annotation is malformed.
+//
+// kube-apiserver accepts the write only if its writer may update the owner
+// (policy teardown-owner-links; see docs/owners.md).
 func SetOwner(dependent metav1.Object, owner Object) error {
 	l, err := LinkTo(owner)
 	if err != nil {
@@ -111,19 +122,25 @@ func SetOwner(dependent metav1.Object, owner Object) error {
 }
 
 // AddLink adds l to dependent's owner links (replacing a link with the same
-// UID) and sets the owned label.
+// UID) and sets the owned label; it fails as SetOwner does.
 func AddLink(dependent metav1.Object, l OwnerLink) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("owner link: %w", err)
+	}
+	if err := l.ValidateCanonical(); err != nil {
+		return fmt.Errorf("owner link %s: %w", l, err)
 	}
 	links, err := Owners(dependent)
 	if err != nil {
 		return err
 	}
 	i := slices.IndexFunc(links, func(o OwnerLink) bool { return o.UID == l.UID })
-	if i >= 0 {
+	switch {
+	case i >= 0:
 		links[i] = l
-	} else {
+	case len(links) >= MaxOwners:
+		return fmt.Errorf("owner link %s: the dependent already has %d owner links, the most allowed", l, MaxOwners)
+	default:
 		links = append(links, l)
 	}
 	return setLinks(dependent, links)
@@ -155,7 +172,9 @@ func Owners(obj metav1.Object) ([]OwnerLink, error) {
 	return Parse(raw)
 }
 
-// Parse decodes an owners annotation value.
+// Parse decodes an owners annotation value: any JSON list of at most
+// MaxOwners links, also one written by hand before kube-apiserver checked
+// the form (Canonical) of new values.
 func Parse(raw string) ([]OwnerLink, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, fmt.Errorf("annotation %s: empty value (want a JSON list of owners)", OwnersAnnotation)
@@ -171,6 +190,9 @@ func Parse(raw string) ([]OwnerLink, error) {
 	}
 	if links == nil {
 		return nil, fmt.Errorf("annotation %s: null (want a JSON list of owners)", OwnersAnnotation)
+	}
+	if len(links) > MaxOwners {
+		return nil, fmt.Errorf("annotation %s: %d owner links, at most %d are allowed; none of them is checked", OwnersAnnotation, len(links), MaxOwners)
 	}
 	seen := map[types.UID]bool{}
 	for i, l := range links {

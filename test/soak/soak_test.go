@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -71,6 +73,7 @@ func TestSoak(t *testing.T) {
 	}
 	faultRate := float64(kit.Env("SOAK_FAULT_PERCENT", 12)) / 100
 	s := &soak{t: t, rng: rand.New(rand.NewPCG(seed, 0x7ea2d0)), run: strconv.FormatUint(seed, 10), hist: NewHistory()}
+	s.tamperer = newTamperer(t)
 	t.Logf("soak: seed %d, %d operations, at most %v, faults on %.0f%% of operations", seed, ops, limit, faultRate*100)
 	ctx, stopRecorder := context.WithCancel(context.Background())
 	defer stopRecorder()
@@ -124,6 +127,7 @@ func TestSoak(t *testing.T) {
 	s.recorderWG.Wait()
 	violations = append(violations, CheckHistory(s.hist, s.lienFacts(), s.depFacts())...)
 	violations = append(violations, CheckPlanHistory(s.hist, s.planFacts())...)
+	violations = append(violations, s.tamperAccepted...)
 	// The two convergence checks report a lasting violation twice: once is enough.
 	sortViolations(violations)
 	violations = slices.CompactFunc(violations, func(a, b Violation) bool { return a == b })
@@ -148,8 +152,8 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d) namespace-deletions=%d violations=%d elapsed=%s",
-		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, len(s.plans), s.plansSucceeded, s.plansTriggeredMidRun, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
+	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d tamper-tries=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d) namespace-deletions=%d violations=%d elapsed=%s",
+		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.tampers, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, len(s.plans), s.plansSucceeded, s.plansTriggeredMidRun, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
 	fmt.Println(summary)
 	t.Log(summary)
 	if len(violations) > 0 {
@@ -209,6 +213,12 @@ type soak struct {
 
 	kills, stops, apiRestarts, kcmRestarts, conflicts, failed, nsDeletions int
 
+	// tamperer acts with the built-in edit role in every namespace;
+	// tampers counts its tries, tamperAccepted the ones that went through.
+	tamperer       kubernetes.Interface
+	tampers        int
+	tamperAccepted []Violation
+
 	recorderWG  sync.WaitGroup
 	recorderErr error
 }
@@ -239,7 +249,7 @@ func (s *soak) op() {
 		{14, s.createOwner}, {24, s.createDependent}, {11, s.deleteOwner}, {10, s.createLien},
 		{7, s.deleteProtected}, {6, s.deleteHolder}, {4, s.deleteRandomLien}, {3, s.deleteNamespace},
 		{10, s.conflictingWrites}, {3, s.deleteDependent}, {2, s.blockedDeletion},
-		{4, s.createPlan}, {3, s.triggerPlan},
+		{4, s.createPlan}, {3, s.triggerPlan}, {4, s.tamper},
 	}
 	total := 0
 	for _, e := range table {
@@ -537,6 +547,63 @@ func (s *soak) conflictingWrites() {
 		s.conflicts++
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"soak.teardown.dev/poke":"%d-%d"}}}`, s.seq, i)
 		_, _ = kube.CoreV1().ConfigMaps(tg[0]).Patch(context.Background(), tg[1], types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+}
+
+// newTamperer is a user with the built-in edit role in every namespace:
+// it may write ConfigMaps but is not trusted with lien markers.
+func newTamperer(t *testing.T) kubernetes.Interface {
+	const user = "soak:tamperer"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "soak-tamperer-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	return kubernetes.NewForConfigOrDie(as)
+}
+
+// tamper tries, as the tamperer, to take a lien's protection off its
+// object (the label, the annotation, the Defer finalizer) at the
+// resourceVersion it read the markers at, and to create an object with
+// forged markers. The policies refuse each inside kube-apiserver, whatever
+// fault is in progress; one that goes through is a violation.
+func (s *soak) tamper() {
+	l := s.pickLien(func(l *lienM) bool { return !l.deleted })
+	if l == nil {
+		return
+	}
+	ctx := context.Background()
+	cm, err := kube.CoreV1().ConfigMaps(l.ns).Get(ctx, l.protectedName, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	accepted := func(what string) {
+		s.tamperAccepted = append(s.tamperAccepted, Violation{Invariant: "tamper", Message: fmt.Sprintf("%s of %s/%s (lien %s/%s) was accepted", what, l.ns, l.protectedName, l.ns, l.name)})
+	}
+	if cm.Labels["teardown.dev/lien"] != "" {
+		rv := cm.ResourceVersion
+		for _, try := range []struct{ what, patch string }{
+			{"stripping the lien label", `{"metadata":{"resourceVersion":"` + rv + `","labels":{"teardown.dev/lien":null}}}`},
+			{"dropping the lien annotation", `{"metadata":{"resourceVersion":"` + rv + `","annotations":{"teardown.dev/liens":null}}}`},
+			{"dropping the finalizers", `{"metadata":{"resourceVersion":"` + rv + `","finalizers":null}}`},
+		} {
+			s.tampers++
+			_, err := s.tamperer.CoreV1().ConfigMaps(l.ns).Patch(ctx, l.protectedName, types.MergePatchType, []byte(try.patch), metav1.PatchOptions{})
+			if err == nil && (try.what != "dropping the finalizers" || slices.Contains(cm.Finalizers, "teardown.dev/lien")) {
+				accepted(try.what)
+			}
+		}
+	}
+	s.tampers++
+	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.next("forged"), Labels: map[string]string{runLabel: s.run, "teardown.dev/lien": "true"},
+		Annotations: map[string]string{"teardown.dev/liens": `[{"lien":"` + l.ns + `/never-existed","reason":"forged"}]`}}}
+	if _, err := s.tamperer.CoreV1().ConfigMaps(l.ns).Create(ctx, forged, metav1.CreateOptions{}); err == nil {
+		accepted("creating an object with forged lien markers beside it")
 	}
 }
 
