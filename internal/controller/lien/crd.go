@@ -64,10 +64,13 @@ func (r *Reconciler) protectCRDs(ctx context.Context, o object, protect bool, pr
 			}
 		}
 	}
+	// CRDs are read from the cache (watched since setup): the writes are
+	// patches with optimistic locking, retried on a conflict with a live
+	// read, and a CRD the cache does not show yet is marked at its event.
 	for _, name := range slices.Sorted(maps.Keys(objects)) {
 		crd := &metav1.PartialObjectMetadata{}
 		crd.SetGroupVersionKind(crdGVK)
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
 			if apierrors.IsNotFound(err) {
 				delete(objects, name) // a built-in or aggregated kind: no CRD
 				continue
@@ -87,7 +90,7 @@ func (r *Reconciler) protectCRDs(ctx context.Context, o object, protect bool, pr
 
 	list := metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(crdGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
-	if err := r.APIReader.List(ctx, &list, client.HasLabels{lien.Label}); err != nil {
+	if err := r.Client.List(ctx, &list, client.HasLabels{lien.Label}); err != nil {
 		return fmt.Errorf("listing CustomResourceDefinitions that carry lien markers: %w", err)
 	}
 	for i := range list.Items {

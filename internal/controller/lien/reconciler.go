@@ -252,7 +252,7 @@ type findings struct {
 	notServed []string // spec fields whose kind is not served
 	missing   []string // named targets that do not exist
 	tooMany   []string // objects that already carry lien.MaxEntries liens
-	unmarked  []string // objects whose markers could not be written, with why
+	unmarked  []string // objects whose markers could not be written
 	cycle     string   // the cycle of liens this one was released from
 }
 
