@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,8 +25,10 @@ import (
 // or foreign (entries naming liens that do not exist): written before the
 // policies refused such writes, or by break-glass. Such markers are
 // repaired, not skipped: they are rewritten from the liens that exist —
-// those whose entries could still be read and those whose status lists the
-// object — each entry as the lien itself writes it, and reported with an
+// those whose entries could still be read, those whose status lists the
+// object, and those that hold and whose spec names it (their status may
+// lag; a Defer entry, and its finalizer, must not be lost to a repair) —
+// each entry as the lien itself writes it, and reported with an
 // Event on the object and on every lien it carries, and
 // teardown_lien_repaired_markers_total. The lien at hand then goes on with
 // its other objects.
@@ -105,15 +109,15 @@ func (r *Reconciler) currentEntries(ctx context.Context, obj *metav1.PartialObje
 }
 
 // entriesFromLiens rebuilds obj's entries from the liens that exist: those
-// named by the entries that could still be read, and those whose status
-// lists obj as protected. A lien counts as gone only when a live read says
+// named by the entries that could still be read, and those that protect
+// obj (liensProtecting). A lien counts as gone only when a live read says
 // so. gone names the entries dropped.
 func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, gone []string, carriers []object, err error) {
 	keys := map[string]bool{}
 	for _, e := range lien.Salvage(obj) {
 		keys[e.Lien] = true
 	}
-	listed, err := r.liensListing(ctx, obj)
+	listed, err := r.liensProtecting(ctx, obj)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -140,22 +144,55 @@ func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialOb
 	return entries, gone, carriers, nil
 }
 
-// liensListing is the liens (of both kinds, from the cache) whose status
-// lists obj, by UID, as protected.
-func (r *Reconciler) liensListing(ctx context.Context, obj *metav1.PartialObjectMetadata) ([]string, error) {
+// liensProtecting is the liens (of both kinds, from the cache) that
+// protect obj: those whose status lists it, by UID, as protected, and those
+// that hold and whose spec names it (their status may not say so yet).
+func (r *Reconciler) liensProtecting(ctx context.Context, obj *metav1.PartialObjectMetadata) ([]string, error) {
 	all, err := allLiens(ctx, r.Client)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, l := range all {
-		if slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
+		listed := slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
 			return s.State == v1alpha1.StateProtected && s.UID == string(obj.UID) && s.Name == obj.Name && s.Namespace == obj.Namespace
-		}) {
+		})
+		if listed || holds(l) && names(l, obj) {
 			out = append(out, lien.Key(l.GetNamespace(), l.GetName()))
 		}
 	}
 	return out, nil
+}
+
+// holds reports whether l holds, or has not said yet: not being deleted,
+// and Held not False.
+func holds(l object) bool {
+	c := apimeta.FindStatusCondition(l.status().Conditions, v1alpha1.ConditionHeld)
+	return l.GetDeletionTimestamp().IsZero() && (c == nil || c.Status != metav1.ConditionFalse)
+}
+
+// names reports whether l's spec.protect names obj, by name or selector.
+func names(l object, obj *metav1.PartialObjectMetadata) bool {
+	protect, _, _, _ := l.spec()
+	for _, x := range protect {
+		ns := x.Namespace
+		if l.namespaced() {
+			ns = l.GetNamespace()
+		}
+		if x.APIVersion != obj.APIVersion || x.Kind != obj.Kind || ns != obj.Namespace {
+			continue
+		}
+		if x.Name != "" {
+			if x.Name == obj.Name {
+				return true
+			}
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(x.Selector); err == nil && sel.Matches(labels.Set(obj.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // allLiens lists every Lien and ClusterLien.

@@ -239,3 +239,55 @@ func TestTooManyLiens(t *testing.T) {
 		t.Errorf("crowded carries %d entries (the 33rd among them: %v), want the first 32 only", len(es), es)
 	}
 }
+
+// TestRepairKeepsADeferEntry: an object kept by a Defer lien while it is
+// being deleted has its annotation poisoned while the controller is down,
+// before the lien's status ever listed it. The repair must keep the Defer
+// entry and its finalizer — a finalizer cannot be put back on an object
+// being deleted — so the object stays until the lien is released, then
+// goes.
+func TestRepairKeepsADeferEntry(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "keepdefer")
+	stopController()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   ns,
+		Name:        "kept",
+		Labels:      map[string]string{lien.Label: lien.LabelDefer},
+		Annotations: map[string]string{lien.Annotation: "poison"},
+		Finalizers:  []string{lien.Finalizer},
+	}}
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "kept"}},
+			Mode:    v1alpha1.LienModeDefer,
+			Reason:  "still read by the job",
+		},
+	}
+	for _, o := range []client.Object{cm, l} {
+		if err := k.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := startController(); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"lien":"` + ns + `/keep","reason":"still read by the job","mode":"Defer"}]`
+	eventually(t, 30*time.Second, "the markers to be repaired to the Defer entry", func(ctx context.Context) (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			return false, err
+		}
+		return cm.Annotations[lien.Annotation] == want, nil
+	})
+	if cm.Labels[lien.Label] != lien.LabelDefer || !slices.Contains(cm.Finalizers, lien.Finalizer) || cm.DeletionTimestamp == nil {
+		t.Fatalf("after the repair: label %q, finalizers %v, deletionTimestamp %v; want it kept, deleting", cm.Labels[lien.Label], cm.Finalizers, cm.DeletionTimestamp)
+	}
+	if err := k.Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the ConfigMap to go once released", func(ctx context.Context) (bool, error) { return gone(ctx, cm) })
+}
