@@ -22,6 +22,7 @@ var Files = []string{
 	"policy/lien-eviction.yaml",
 	"policy/lien-tamper.yaml",
 	"policy/owner-links.yaml",
+	"policy/teardown-foreground.yaml",
 }
 
 // ControllerFiles are the controller's Deployment, PodDisruptionBudget and

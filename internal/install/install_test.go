@@ -44,6 +44,8 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/teardown-owner-links",
 		"ValidatingAdmissionPolicy/teardown-orphan-intent",
 		"ValidatingAdmissionPolicyBinding/teardown-orphan-intent",
+		"ValidatingAdmissionPolicy/teardown-trigger-foreground",
+		"ValidatingAdmissionPolicyBinding/teardown-trigger-foreground",
 	}
 	if diff := cmp.Diff(want, names(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)

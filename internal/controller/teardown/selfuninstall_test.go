@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -103,56 +102,6 @@ func TestSelfUninstall(t *testing.T) {
 	for _, o := range []client.Object{dep, rs, pod} {
 		eventually(t, time.Minute, o.GetName()+" to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
 	}
-}
-
-// TestForegroundDeleteStopsTheOperator documents what a foreground delete
-// of the trigger does: the garbage collector deletes the Deployment's
-// ReplicaSet and pods at once, so the operator stops before its custom
-// resources are finalized; the plan waits (here it fails on its timeout),
-// and the Deployment itself stays until the plan finished. Uninstall with
-// background propagation, the default of kubectl and Helm.
-func TestForegroundDeleteStopsTheOperator(t *testing.T) {
-	ctx := context.Background()
-	thing := crd(t, "fg.example.com", "Thing", "things", apiextensionsv1.NamespaceScoped)
-	ns := namespace(t, "fg-operator")
-	dep, rs, pod := workload(t, ns, "fg-operator")
-	th := custom(thing, ns, "t1", nil, "fg.example.com/cleanup")
-	create(t, th)
-	plan := &v1alpha1.Teardown{
-		ObjectMeta: metav1.ObjectMeta{Name: "fg-operator"},
-		Spec: v1alpha1.TeardownSpec{
-			Trigger: &v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: dep.Name},
-			Steps: []v1alpha1.TeardownStep{
-				{Name: "delete-things", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "fg.example.com/v1", Kind: "Thing", Namespace: ns, Selector: &metav1.LabelSelector{}}}, Timeout: dur("5s")},
-			},
-		},
-	}
-	create(t, plan)
-	waitArmed(t, plan.Name)
-	fg := metav1.DeletePropagationForeground
-	if err := k.Delete(ctx, dep, &client.DeleteOptions{PropagationPolicy: &fg}); err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range []client.Object{rs, pod} {
-		eventually(t, time.Minute, o.GetName()+" to be deleted by the garbage collector", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
-	}
-	td := waitPhase(t, plan.Name, v1alpha1.PhaseFailed, time.Minute)
-	if st := td.Status.Steps[0]; len(st.Pending) != 1 || st.Pending[0] != "Thing "+ns+"/t1" {
-		t.Errorf("pending %v, want the thing", st.Pending)
-	}
-	d := &appsv1.Deployment{}
-	if err := k.Get(ctx, client.ObjectKeyFromObject(dep), d); err != nil || !controllerutil.ContainsFinalizer(d, v1alpha1.TriggerFinalizer(plan.Name)) {
-		t.Fatalf("the Deployment should be kept by the failed plan: %v", err)
-	}
-	// Clean up: give up the plan.
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(thing)
-	if err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "t1"}, u); err == nil {
-		u.SetFinalizers(nil)
-		_ = k.Update(ctx, u)
-	}
-	deleteAll(t, td)
-	eventually(t, time.Minute, "the Deployment to be gone once the Teardown was deleted", func(ctx context.Context) (bool, error) { return gone(ctx, dep) })
 }
 
 // runSelfUninstall runs an operator's manager embedding SelfUninstall
