@@ -29,6 +29,16 @@
 // malformed annotation, never causes a delete: it is reported as an
 // InvalidOwner event on the dependent.
 //
+// Owners: an owner with linked dependents or a policy that needs it carries
+// the finalizer teardown.dev/dependents and the label teardown.dev/owner
+// (read from the informers, written with a resourceVersion precondition).
+// An owner deleted with propagationPolicy Orphan keeps its dependents
+// whatever its policy: kube-apiserver keeps the finalizer "orphan" while
+// teardown's is there (policy teardown-orphan-intent), so the intent is
+// seen even when kube-controller-manager's garbage collector got there
+// first. A dependent with more than 32 links is malformed: no owner of it
+// is read.
+//
 // Cost: an owner confirmed gone is remembered by its whole link (group,
 // kind, namespace, name, UID) in a bounded, expiring memo, so its
 // dependents share one live GET; each dependent then costs one DELETE, and

@@ -23,19 +23,28 @@ import (
 // besides the dependents' own delete events.
 const foregroundPoll = 2 * time.Second
 
-// reconcileOwner keeps the finalizer on owners whose policy needs it and,
-// once they are being deleted, deletes or orphans their dependents as the
-// policy says, then releases them.
+// reconcileOwner keeps the finalizer (and OwnerLabel) on owners whose
+// policy needs it or that have linked dependents and, once they are being
+// deleted, deletes or orphans their dependents as the policy says (or keeps
+// them all, for a propagationPolicy Orphan deletion), then releases them.
 func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile.Result, error) {
-	client := r.meta.Resource(req.GVR).Namespace(req.Namespace)
-	owner, err := client.Get(ctx, req.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), refused(err, "get", req.GVR, req.Namespace, req.Name))
+	owner, err := r.ownerOf(ctx, req)
+	if err != nil || owner == nil {
+		return reconcile.Result{}, err
 	}
 	has := slices.Contains(owner.Finalizers, links.Finalizer)
+	if owner.DeletionTimestamp != nil && has && slices.Contains(owner.Finalizers, metav1.FinalizerOrphanDependents) {
+		// kubectl delete --cascade=orphan: the deleter asked to keep the
+		// dependents, whatever the policy says. kube-apiserver keeps the
+		// finalizer "orphan" while ours is there (policy
+		// teardown-orphan-intent), so this is seen even if the built-in
+		// garbage collector got to the owner first; it orphans the native
+		// dependents itself.
+		if err := r.orphanLinks(ctx, req, owner, "owner %s was deleted with propagationPolicy Orphan: its dependents are kept"); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
+	}
 	policy, err := links.PolicyOf(owner)
 	if err != nil {
 		// Neither delete nor orphan on a policy we do not understand; a
@@ -44,10 +53,12 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 		return reconcile.Result{}, nil
 	}
 	if owner.DeletionTimestamp == nil {
+		needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(string(owner.UID))) > 0
+		labelled := owner.Labels[links.OwnerLabel] == "true"
 		switch {
-		case policy.NeedsFinalizer() && !has:
-			return reconcile.Result{}, r.setFinalizers(ctx, req, owner, append(slices.Clone(owner.Finalizers), links.Finalizer))
-		case !policy.NeedsFinalizer() && has:
+		case needs && (!has || !labelled):
+			return reconcile.Result{}, r.holdOwner(ctx, req, owner)
+		case !needs && (has || labelled):
 			return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
 		}
 		return reconcile.Result{}, nil
@@ -57,7 +68,10 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 	}
 	switch policy.Effective(owner) {
 	case links.PolicyOrphan:
-		if err := r.orphanAll(ctx, req, owner); err != nil {
+		if err := r.orphanLinks(ctx, req, owner, "owner %s was deleted with a policy that orphans its dependents"); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := r.orphanNative(ctx, req, owner); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
@@ -75,20 +89,37 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 	}
 }
 
-// orphanAll removes the owner's edges from all its dependents: its
-// teardown.dev/owners links and the ownerReferences of its native
-// dependents, so that the built-in garbage collector cannot cascade.
-func (r *Reconciler) orphanAll(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
+// ownerOf returns the owner req names as the watcher's caches hold it, or
+// read live when no cache does (an owner that just left the policy
+// selector); nil when it is gone. Every write made from it carries its
+// resourceVersion, so a stale copy only costs a conflict and a recheck.
+func (r *Reconciler) ownerOf(ctx context.Context, req request) (*metav1.PartialObjectMetadata, error) {
+	if o, ok := r.w.cachedOwner(req.GVR, req.Namespace, req.Name); ok {
+		return o, nil
+	}
+	owner, err := r.meta.Resource(req.GVR).Namespace(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), refused(err, "get", req.GVR, req.Namespace, req.Name))
+	}
+	return owner, nil
+}
+
+// orphanLinks removes the owner's teardown.dev/owners links from all its
+// dependents; note says why, with %s for the owner.
+func (r *Reconciler) orphanLinks(ctx context.Context, req request, owner *metav1.PartialObjectMetadata, note string) error {
 	self := []links.OwnerLink{{Name: owner.Name, Namespace: owner.Namespace, UID: owner.UID}}
 	if gvk, err := r.mapper.KindFor(req.GVR); err == nil {
 		self[0].APIVersion, self[0].Kind = gvk.GroupVersion().String(), gvk.Kind
 	}
 	for _, d := range r.w.dependentsOf(string(owner.UID)) {
-		if err := r.removeLinks(ctx, d, self, ReasonOrphanedDependent, "owner %s was deleted with a policy that orphans its dependents"); err != nil {
+		if err := r.removeLinks(ctx, d, self, ReasonOrphanedDependent, note); err != nil {
 			return err
 		}
 	}
-	return r.orphanNative(ctx, req, owner)
+	return nil
 }
 
 // orphanNative removes ownerReferences to owner from every object that
@@ -194,13 +225,20 @@ func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.Partial
 	return len(r.w.dependentsOf(string(owner.UID))), nil
 }
 
-// setFinalizers replaces the owner's finalizers, with a resourceVersion precondition.
-func (r *Reconciler) setFinalizers(ctx context.Context, req request, owner *metav1.PartialObjectMetadata, finalizers []string) error {
+// patchOwner replaces the owner's finalizers and sets (or, with "",
+// removes) OwnerLabel, with a resourceVersion precondition.
+func (r *Reconciler) patchOwner(ctx context.Context, req request, owner *metav1.PartialObjectMetadata, finalizers []string, label string) error {
 	var v any = finalizers
 	if len(finalizers) == 0 {
 		v = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": owner.ResourceVersion, "finalizers": v}})
+	var l any = label
+	if label == "" {
+		l = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": owner.ResourceVersion, "finalizers": v, "labels": map[string]any{links.OwnerLabel: l},
+	}})
 	if err != nil {
 		return err
 	}
@@ -216,8 +254,17 @@ func (r *Reconciler) setFinalizers(ctx context.Context, req request, owner *meta
 	return nil
 }
 
-// releaseOwner removes teardown's finalizer.
+// holdOwner adds teardown's finalizer and OwnerLabel.
+func (r *Reconciler) holdOwner(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
+	fs := slices.Clone(owner.Finalizers)
+	if !slices.Contains(fs, links.Finalizer) {
+		fs = append(fs, links.Finalizer)
+	}
+	return r.patchOwner(ctx, req, owner, fs, "true")
+}
+
+// releaseOwner removes teardown's finalizer and OwnerLabel.
 func (r *Reconciler) releaseOwner(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
 	ctrl.LoggerFrom(ctx).V(1).Info("releasing owner", "owner", klog.KObj(owner))
-	return r.setFinalizers(ctx, req, owner, slices.DeleteFunc(slices.Clone(owner.Finalizers), func(f string) bool { return f == links.Finalizer }))
+	return r.patchOwner(ctx, req, owner, slices.DeleteFunc(slices.Clone(owner.Finalizers), func(f string) bool { return f == links.Finalizer }), "")
 }

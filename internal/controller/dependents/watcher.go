@@ -379,43 +379,81 @@ func (w *watcher) dependentHandler(gvr schema.GroupVersionResource) cache.Resour
 			w.queue.Add(request{GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 		}
 	}
+	// Its owners hold teardown's finalizer while they have dependents.
+	owners := func(obj any) {
+		m := metaOf(obj)
+		if m == nil {
+			return
+		}
+		ls, _ := links.Owners(m)
+		for _, l := range ls {
+			w.enqueueOwnerByUID(l)
+		}
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		// A deleted dependent may be the last one a Foreground owner waits for.
-		DeleteFunc: func(obj any) {
-			m := metaOf(obj)
-			if m == nil {
-				return
-			}
-			ls, _ := links.Owners(m)
-			for _, l := range ls {
-				w.enqueueOwnerByUID(l)
+		AddFunc: func(obj any) {
+			enqueue(obj)
+			owners(obj)
+		},
+		UpdateFunc: func(old, obj any) {
+			enqueue(obj)
+			if o, n := metaOf(old), metaOf(obj); o != nil && n != nil && o.Annotations[links.OwnersAnnotation] != n.Annotations[links.OwnersAnnotation] {
+				owners(old)
+				owners(obj)
 			}
 		},
+		// A deleted dependent may be the last one a Foreground owner waits
+		// for, or the last one an owner holds the finalizer for.
+		DeleteFunc: owners,
 	}
 }
 
-// enqueueOwnerByUID requeues the policy owner l names, if it is watched.
+// enqueueOwnerByUID requeues the owner l names, if a policy or owner
+// informer holds it.
 func (w *watcher) enqueueOwnerByUID(l links.OwnerLink) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for gvr, i := range w.policies {
-		key := l.Name
-		if l.Namespace != "" {
-			key = l.Namespace + "/" + l.Name
-		}
-		if obj, ok, _ := i.inf.GetStore().GetByKey(key); ok && obj.(*metav1.PartialObjectMetadata).UID == l.UID {
-			w.queue.Add(request{Owner: true, GVR: gvr, Namespace: l.Namespace, Name: l.Name})
+	key := l.Name
+	if l.Namespace != "" {
+		key = l.Namespace + "/" + l.Name
+	}
+	for _, m := range []map[schema.GroupVersionResource]*informer{w.policies, w.owners} {
+		for gvr, i := range m {
+			if obj, ok, _ := i.inf.GetStore().GetByKey(key); ok && obj.(*metav1.PartialObjectMetadata).UID == l.UID {
+				w.queue.Add(request{Owner: true, GVR: gvr, Namespace: l.Namespace, Name: l.Name})
+			}
 		}
 	}
 }
 
+// cachedOwner returns an owner from the policy or owner informer of its kind.
+func (w *watcher) cachedOwner(gvr schema.GroupVersionResource, ns, name string) (*metav1.PartialObjectMetadata, bool) {
+	w.mu.Lock()
+	var infs []*informer
+	for _, m := range []map[schema.GroupVersionResource]*informer{w.policies, w.owners} {
+		if i := m[gvr]; i != nil {
+			infs = append(infs, i)
+		}
+	}
+	w.mu.Unlock()
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	for _, i := range infs {
+		if obj, ok, err := i.inf.GetStore().GetByKey(key); err == nil && ok {
+			return obj.(*metav1.PartialObjectMetadata), true
+		}
+	}
+	return nil, false
+}
+
 // ownerHandler turns an owner's deletion (started or finished) into
-// requests for its dependents and, for policy owners, for itself.
+// requests for its dependents and, for policy owners and owners teardown
+// holds or should hold its finalizer on, for itself.
 func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cache.ResourceEventHandler {
 	self := func(m *metav1.PartialObjectMetadata) {
-		if policy {
+		if policy || slices.Contains(m.Finalizers, links.Finalizer) || m.Labels[links.OwnerLabel] != "" || len(w.dependentsOf(string(m.UID))) > 0 {
 			w.queue.Add(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 		}
 	}
@@ -446,9 +484,11 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 				return
 			}
 			// Leaving the policy selector is not being deleted; the
-			// reconciler's live GET tells them apart.
-			self(m)
-			if !policy {
+			// reconciler's live GET tells them apart. An owner gone from
+			// an unfiltered informer is gone: nothing to release.
+			if policy {
+				self(m)
+			} else {
 				w.seenGone(m.UID)
 			}
 			deps(m)
