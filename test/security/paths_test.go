@@ -5,6 +5,7 @@ package security
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func underLien(t *testing.T, mode v1alpha1.LienMode, objs ...client.Object) stri
 	ctx := context.Background()
 	ns := objs[0].GetNamespace()
 	l := &v1alpha1.Lien{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-" + strings.ToLower(string(mode))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(string(mode)) + "-" + objs[0].GetName()},
 		Spec:       v1alpha1.LienSpec{Mode: mode, Reason: "the security suite needs it"},
 	}
 	for _, o := range objs {
@@ -539,4 +540,47 @@ func TestPolicyParametersAreOutsideTheEditorsReach(t *testing.T) {
 	if err := editor.Get(ctx, client.ObjectKeyFromObject(params), params); !apierrors.IsForbidden(err) {
 		t.Errorf("editor reading teardown-policy: %v, want Forbidden", err)
 	}
+}
+
+// TestEvictionPolicySeesNewPodsAfterReinstall: the eviction policy reads
+// its params from kube-apiserver's Pod informer. Once the policies were
+// removed (kube-apiserver accepts the eviction of a protected pod) and
+// installed again, a pod protected since is found and its eviction
+// refused: the Pod informer is kube-apiserver's own (PodSecurity admission
+// and the service-account token authenticator use it) and outlives the
+// policy. (The tamper policy's ConfigMap informer does not:
+// docs/security.md, "Where Kubernetes gives no hook".)
+func TestEvictionPolicySeesNewPodsAfterReinstall(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "reinstall")
+	defaultServiceAccount(t, ns)
+	editor := serviceAccount(t, ns, "editor", nil, "edit")
+	evict := func(name string) error {
+		return editor.SubResource("eviction").Create(ctx, pod(ns, name), &policyv1.Eviction{
+			ObjectMeta:    metav1.ObjectMeta{Namespace: ns, Name: name},
+			DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}},
+		})
+	}
+	before := pod(ns, "before")
+	create(t, before)
+	underLien(t, v1alpha1.LienModeDeny, before)
+	eventually(t, 30*time.Second, "the dry-run eviction of a protected pod to be refused", func(ctx context.Context) (bool, error) {
+		return evict("before") != nil, nil
+	})
+	if err := install.Uninstall(ctx, cfg, install.UninstallOptions{PoliciesOnly: true}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "kube-apiserver to drop the eviction policy (the protected pod's dry-run eviction accepted)", func(ctx context.Context) (bool, error) {
+		return evict("before") == nil, nil
+	})
+	if err := install.Apply(ctx, cfg, install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	since := pod(ns, "since")
+	create(t, since)
+	lienName := underLien(t, v1alpha1.LienModeDeny, since)
+	eventually(t, 30*time.Second, "the eviction of a pod protected since the reinstall to be refused", func(ctx context.Context) (bool, error) {
+		return evict("since") != nil, nil
+	})
+	refused(t, "editor evicting the pod protected since", evict("since"), "eviction of pod "+ns+"/since is refused", lienName)
 }
