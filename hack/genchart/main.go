@@ -45,7 +45,7 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	for _, name := range []string{"lien-deny.yaml", "lien-eviction.yaml", "lien-tamper.yaml", "owner-links.yaml", "teardown-foreground.yaml"} {
+	for _, name := range []string{"lien-deny.yaml", "lien-eviction.yaml", "lien-tamper.yaml", "lien-rights.yaml", "owner-links.yaml", "teardown-foreground.yaml"} {
 		if err := copyFile("config/policy/"+name, "charts/teardown/templates/"+name, func(s string) string {
 			s = strings.ReplaceAll(s, ns, templateNS)
 			s = strings.ReplaceAll(s, "  controllerUsers: system:serviceaccount:teardown-system:teardown-controller",
