@@ -46,6 +46,8 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/teardown-lien-rights-16",
 		"ValidatingAdmissionPolicy/teardown-owner-links",
 		"ValidatingAdmissionPolicyBinding/teardown-owner-links",
+		"ValidatingAdmissionPolicy/teardown-owner-links-16",
+		"ValidatingAdmissionPolicyBinding/teardown-owner-links-16",
 		"ValidatingAdmissionPolicy/teardown-orphan-intent",
 		"ValidatingAdmissionPolicyBinding/teardown-orphan-intent",
 		"ValidatingAdmissionPolicy/teardown-trigger-foreground",

@@ -180,9 +180,9 @@ func TestOwnerLinkNeedsUpdateOnTheOwner(t *testing.T) {
 	waitGone(t, "the Foreground owner", owner)
 }
 
-// TestOwnerLinksAreBounded: at most 32 links per object, at most 16 added
-// in one write, in the form pkg/dependents writes, each uid once; refused
-// with a message saying which rule, for the admin too.
+// TestOwnerLinksAreBounded: at most 32 links per object (all 32 may be
+// added in one write), in the form pkg/dependents writes, each uid once;
+// refused with a message saying which rule.
 func TestOwnerLinksAreBounded(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "bounded")
@@ -211,9 +211,8 @@ func TestOwnerLinksAreBounded(t *testing.T) {
 	}
 
 	refused(t, "33 links", writer.Create(ctx, withLinks("too-many", all)), "33 owner links; at most 32 are allowed per object")
-	refused(t, "17 links added at once", writer.Create(ctx, withLinks("too-fast", all[:17])), "this write adds 17 owner links; add at most 16 in one write")
 
-	dep := withLinks("thirty-two", all[:16])
+	dep := withLinks("sixteen", all[:16])
 	if err := writer.Create(ctx, dep); err != nil {
 		t.Fatalf("16 links: %v", err)
 	}
@@ -221,6 +220,9 @@ func TestOwnerLinksAreBounded(t *testing.T) {
 	dep.Annotations[dependents.OwnersAnnotation] = v
 	if err := writer.Update(ctx, dep); err != nil {
 		t.Fatalf("16 more links, 32 in all: %v", err)
+	}
+	if err := writer.Create(ctx, withLinks("thirty-two", all[:32])); err != nil {
+		t.Fatalf("32 links in one write: %v", err)
 	}
 
 	for what, raw := range map[string]string{
@@ -238,4 +240,41 @@ func TestOwnerLinksAreBounded(t *testing.T) {
 	cm := withLinks("twice", nil)
 	cm.Annotations[dependents.OwnersAnnotation] = twice
 	refused(t, "a uid twice", writer.Create(ctx, cm), "lists a uid twice")
+}
+
+// TestEveryAddedLinkIsChecked: a link the writer may not make, hidden at
+// index 19 among 20 (past the first policy's 16 checks), is refused by
+// name.
+func TestEveryAddedLinkIsChecked(t *testing.T) {
+	ctx := context.Background()
+	gc, app := namespace(t, "gc"), namespace(t, "app")
+	writer := serviceAccount(t, app, "writer", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch"}},
+	})
+	var mayUpdate []string
+	dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app, Name: "dep"}}
+	for i := range 20 {
+		o := ownerConfigMap(t, gc, fmt.Sprintf("o%d", i), "")
+		if i < 19 {
+			mayUpdate = append(mayUpdate, o.Name)
+		}
+		if err := dependents.SetOwner(dep, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant(t, gc, "update-owners", writer.User, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: mayUpdate, Verbs: []string{"update"}},
+	})
+	refused(t, "20 links, the last one not the writer's to make", writer.Create(ctx, dep),
+		writer.User+" may not update configmaps o19 in namespace "+gc)
+	ls, err := dependents.Owners(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dependents.RemoveOwner(dep, ls[19].UID); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Create(ctx, dep); err != nil {
+		t.Fatalf("the 19 links the writer may make: %v", err)
+	}
 }
