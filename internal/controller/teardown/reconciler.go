@@ -297,6 +297,10 @@ func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string
 	now := metav1.Now()
 	t.Status.StartedAt = &now
 	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunning, Message: "started: " + why, ObservedGeneration: t.Generation})
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionArmed); c != nil && c.Reason == v1alpha1.ReasonDeleting {
+		// The window's wait is over: the trigger's deletion came.
+		apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonArmed, Message: "the plan started: " + why, ObservedGeneration: t.Generation})
+	}
 	if err := r.Live.Status().Update(ctx, t); err != nil {
 		return conflict(err)
 	}

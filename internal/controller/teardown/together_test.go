@@ -119,6 +119,13 @@ func TestDeletedWithItsTrigger(t *testing.T) {
 		})
 		deleteAll(t, c.dep, c.binding, c.role)
 		c.runningWhileDeleted(t)
+		td := &v1alpha1.Teardown{}
+		if err := k.Get(ctx, client.ObjectKeyFromObject(c.plan), td); err != nil {
+			t.Fatal(err)
+		}
+		if cond := apimeta.FindStatusCondition(td.Status.Conditions, v1alpha1.ConditionArmed); cond == nil || cond.Reason != v1alpha1.ReasonArmed || !strings.Contains(cond.Message, "and this Teardown with it") {
+			t.Errorf("once the trigger's deletion came, Armed should say the plan started, got %+v", cond)
+		}
 		c.uninstalled(t, startOperator(t, c.user, c.cleanup, c.kind))
 	})
 	t.Run("at once, and the plan fails", func(t *testing.T) {
