@@ -61,7 +61,7 @@ func underLien(t *testing.T, mode v1alpha1.LienMode, objs ...client.Object) stri
 		want = lien.LabelDefer
 	}
 	for _, o := range objs {
-		eventually(t, 30*time.Second, fmt.Sprintf("%s to be marked by lien %s", o.GetName(), l.Name), func(ctx context.Context) (bool, error) {
+		eventually(t, time.Minute, fmt.Sprintf("%s to be marked by lien %s", o.GetName(), l.Name), func(ctx context.Context) (bool, error) {
 			if err := admin.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 				return false, err
 			}
