@@ -21,6 +21,7 @@ var Files = []string{
 	"policy/lien-deny.yaml",
 	"policy/lien-eviction.yaml",
 	"policy/lien-tamper.yaml",
+	"policy/lien-helm.yaml",
 	"policy/lien-rights.yaml",
 	"policy/owner-links.yaml",
 	"policy/teardown-foreground.yaml",

@@ -55,7 +55,11 @@ func run() error {
 			return err
 		}
 	}
-	return nil
+	// The MutatingAdmissionPolicy for Helm's release records needs
+	// Kubernetes 1.36: a value turns it off on older clusters.
+	return copyFile("config/policy/lien-helm.yaml", "charts/teardown/templates/lien-helm.yaml", func(s string) string {
+		return "{{- if .Values.helmRecordsPolicy.enabled }}\n" + strings.ReplaceAll(s, ns, templateNS) + "{{- end }}\n"
+	})
 }
 
 func copyFile(from, to string, edit func(string) string) error {

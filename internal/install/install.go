@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -142,6 +143,11 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		target, err := c.resource(u)
+		if meta.IsNoMatchError(err) && optional(u) {
+			fmt.Fprintf(out, "skipped %s/%s: this cluster does not serve %s (Kubernetes 1.36 and later do); Helm cannot write the release records a lien protects (docs/liens.md, \"Helm releases\")\n",
+				strings.ToLower(gvk.Kind), u.GetName(), gvk.GroupVersion())
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -171,6 +177,12 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 		}
 	}
 	return nil
+}
+
+// optional: objects of kinds older clusters do not serve, which install
+// skips there (the MutatingAdmissionPolicy for Helm's release records).
+func optional(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "MutatingAdmissionPolicy" || u.GetKind() == "MutatingAdmissionPolicyBinding"
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

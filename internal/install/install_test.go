@@ -40,6 +40,8 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicy/teardown-lien-tamper",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-tamper",
 		"ConfigMap/teardown-policy",
+		"MutatingAdmissionPolicy/teardown-lien-helm",
+		"MutatingAdmissionPolicyBinding/teardown-lien-helm",
 		"ValidatingAdmissionPolicy/teardown-lien-rights",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-rights",
 		"ValidatingAdmissionPolicy/teardown-lien-rights-16",

@@ -68,9 +68,9 @@ func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions, out
 	var policies, others, crds []*unstructured.Unstructured
 	for _, u := range objs {
 		switch u.GetKind() {
-		case "ValidatingAdmissionPolicyBinding":
+		case "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding":
 			policies = append([]*unstructured.Unstructured{u}, policies...)
-		case "ValidatingAdmissionPolicy":
+		case "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy":
 			policies = append(policies, u)
 		case "CustomResourceDefinition":
 			crds = append(crds, u)

@@ -78,6 +78,7 @@ func liveObjects(t *testing.T, dyn dynamic.Interface) map[string]bool {
 		"CustomResourceDefinition": "customresourcedefinitions", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
 		"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
 		"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+		"MutatingAdmissionPolicy": "mutatingadmissionpolicies", "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
 		"ConfigMap": "configmaps", "Deployment": "deployments", "PodDisruptionBudget": "poddisruptionbudgets", "Service": "services",
 	}
 	out := map[string]bool{}

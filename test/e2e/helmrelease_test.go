@@ -1,0 +1,213 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+	"github.com/teardown-dev/teardown/internal/demo"
+	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/internal/testenv"
+	"github.com/teardown-dev/teardown/localcluster"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// helmChart renders a ConfigMap in the release's namespace and a
+// cluster-scoped ClusterRole per release; --set extra=true adds a second
+// ClusterRole, so that an upgrade changes what an uninstall must remove.
+var helmChart = map[string]string{
+	"Chart.yaml": "apiVersion: v2\nname: foo\nversion: 0.1.0\n",
+	"templates/objects.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: {{ .Release.Name }}-settings}
+data: {revision: "{{ .Release.Revision }}"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: {{ .Release.Namespace }}-{{ .Release.Name }}-foo}
+rules: []
+{{- if .Values.extra }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: {{ .Release.Namespace }}-{{ .Release.Name }}-extra}
+rules: []
+{{- end }}
+`,
+}
+
+// TestHelmReleaseUnderLien runs the real helm through install, upgrade,
+// rollback, upgrade and uninstall of a release whose records
+// lien.ProtectHelmRelease protects, as a user the lien policies do not
+// trust: every helm command succeeds as without teardown, one revision at
+// a time is deployed, a new revision never inherits a marker without the
+// lien behind it (the controller marks it itself), the uninstall removes
+// what the last revision installed, and the records, their purge accepted,
+// stay until the holder is gone.
+func TestHelmReleaseUnderLien(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // stops the controllers StartTeardown started
+	env, err := demo.NewEnv(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.StartTeardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually := testenv.Eventually
+	gone := func(ctx context.Context, obj client.Object) (bool, error) { return testenv.Gone(ctx, k, obj) }
+	helm := ensureHelm(t)
+	kubeconfig := writeKubeconfig(t)
+	chart := t.TempDir()
+	for name, data := range helmChart {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(chart, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "helm-"}}
+	if err := k.Create(ctx, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	ns := nsObj.Name
+	run := func(args ...string) string {
+		t.Helper()
+		// helm acts as a user the lien policies do not trust, as an
+		// operator's service account would.
+		args = append([]string{"--kubeconfig", kubeconfig, "--kube-as-user", "helm-operator", "--kube-as-group", "system:masters", "-n", ns}, args...)
+		out, err := exec.Command(helm, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args[6:], " "), err, out)
+		}
+		return string(out)
+	}
+	records := func(ctx context.Context) ([]corev1.Secret, error) {
+		var l corev1.SecretList
+		err := k.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "myfoo"})
+		slices.SortFunc(l.Items, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
+		return l.Items, err
+	}
+	// allMarked: every record carries the Defer lien, and one is deployed.
+	allMarked := func(revisions int) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			rs, err := records(ctx)
+			if err != nil || len(rs) != revisions {
+				return false, err
+			}
+			deployed := 0
+			for _, r := range rs {
+				if r.Labels[lien.Label] != lien.LabelDefer || !slices.Contains(r.Finalizers, lien.Finalizer) {
+					return false, nil
+				}
+				if r.Labels["status"] == "deployed" {
+					deployed++
+				}
+			}
+			return deployed == 1, nil
+		}
+	}
+
+	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "myfoo-owner"}}
+	if err := k.Create(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	run("install", "myfoo", chart)
+	if _, err := lien.ProtectHelmRelease(ctx, k, ns, "myfoo", holder, "the operator uninstalls myfoo from its release records"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "revision 1 protected", allMarked(1))
+
+	run("upgrade", "myfoo", chart, "--set", "extra=true")
+	eventually(t, 30*time.Second, "revisions 1-2 protected, one deployed", allMarked(2))
+	run("rollback", "myfoo", "1")
+	eventually(t, 30*time.Second, "revisions 1-3 protected, one deployed", allMarked(3))
+	run("upgrade", "myfoo", chart, "--set", "extra=true")
+	eventually(t, 30*time.Second, "revisions 1-4 protected, one deployed", allMarked(4))
+	if out := run("history", "myfoo"); strings.Count(out, "deployed") != 1 {
+		t.Errorf("helm history shows more or less than one deployed revision:\n%s", out)
+	}
+
+	out := run("uninstall", "myfoo")
+	if strings.Contains(strings.ToLower(out), "error") {
+		t.Errorf("helm uninstall reported an error:\n%s", out)
+	}
+	for _, name := range []string{ns + "-myfoo-foo", ns + "-myfoo-extra"} {
+		eventually(t, 30*time.Second, "clusterrole "+name+" uninstalled", func(ctx context.Context) (bool, error) {
+			return gone(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		})
+	}
+	// The purge was accepted; the records stay while the holder exists.
+	rs, err := records(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("after helm uninstall, %d records remain, want the 4 kept by the lien", len(rs))
+	}
+	for _, r := range rs {
+		if r.DeletionTimestamp == nil {
+			t.Errorf("record %s: not being deleted, want helm's purge accepted", r.Name)
+		}
+	}
+	if err := k.Delete(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the records gone once the holder is", func(ctx context.Context) (bool, error) {
+		rs, err := records(ctx)
+		return err == nil && len(rs) == 0, err
+	})
+}
+
+func ensureHelm(t *testing.T) string {
+	t.Helper()
+	cache, err := localcluster.DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm, err := doctortest.EnsureHelm(context.Background(), cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return helm
+}
+
+// writeKubeconfig writes the admin configuration as a kubeconfig, for helm.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
+	kc.CurrentContext = "local"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
