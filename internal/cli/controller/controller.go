@@ -34,7 +34,7 @@ policies trust that identity it acts as itself; if not, and it may impersonate
 the teardown-controller service account (a cluster admin may), it acts as
 that service account; otherwise it refuses to start and prints the command
 that fixes it.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			cfg, err := cmdutil.Connect(cmd.Context(), flags)
