@@ -149,6 +149,29 @@ func TestLienWithoutRightsIsRefused(t *testing.T) {
 	}
 }
 
+// TestResourceCannotPointTheCheckElsewhere: in Kubernetes' own groups,
+// where the guess is proved, resource may only repeat it: an identity that
+// may delete ConfigMaps cannot have its lien on every Secret checked as
+// if it protected ConfigMaps. (For other groups the controller refuses a
+// resource that is not the kind's: InvalidTarget.)
+func TestResourceCannotPointTheCheckElsewhere(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "elsewhere")
+	id := serviceAccount(t, ns, "configmap-deleter", append(slices.Clone(lienRights), mayDelete("", "configmaps")))
+	waitAllowed(t, id, "delete", schema.GroupResource{Resource: "configmaps"}, ns, "")
+	l := secretLien(ns, "secrets-as-configmaps", "")
+	l.Spec.Protect[0].Resource = "configmaps"
+	refused(t, "a Lien on every Secret with resource configmaps", id.Create(ctx, l, client.DryRunAll),
+		"protect[0].resource: Secret is served as secrets, not configmaps; remove resource")
+	l.Spec.Protect[0].Resource = "secrets"
+	refused(t, "a Lien on every Secret with resource secrets, by who may not delete them", id.Create(ctx, l, client.DryRunAll),
+		"protect[0]: "+id.User+" may not delete secrets in namespace "+ns)
+	l.Spec.Protect[0] = v1alpha1.LienTarget{APIVersion: "v1", Kind: "ConfigMap", Resource: "configmaps", Selector: &metav1.LabelSelector{}}
+	if err := id.Create(ctx, l, client.DryRunAll); err != nil {
+		t.Errorf("a Lien on every ConfigMap with resource configmaps, by who may delete them: %v, want accepted", err)
+	}
+}
+
 // TestRightsOfEveryEntryAreChecked: each protect entry is checked on its
 // own, up to the 32 a lien may have (kube-apiserver's cost budget allows
 // about 28 authorization checks per policy binding, so two policies share
