@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
@@ -164,11 +165,12 @@ func (r *Reconciler) liensProtecting(ctx context.Context, obj *metav1.PartialObj
 	return out, nil
 }
 
-// holds reports whether l holds, or has not said yet: not being deleted,
-// and Held not False.
+// holds reports whether l holds, or has not said yet: managed by the
+// controller (its cleanup finalizer, so that its deletion takes the entry
+// off again), not being deleted, and Held not False.
 func holds(l object) bool {
 	c := apimeta.FindStatusCondition(l.status().Conditions, v1alpha1.ConditionHeld)
-	return l.GetDeletionTimestamp().IsZero() && (c == nil || c.Status != metav1.ConditionFalse)
+	return controllerutil.ContainsFinalizer(l, CleanupFinalizer) && l.GetDeletionTimestamp().IsZero() && (c == nil || c.Status != metav1.ConditionFalse)
 }
 
 // names reports whether l's spec.protect names obj, by name or selector.

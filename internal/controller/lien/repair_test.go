@@ -242,21 +242,17 @@ func TestTooManyLiens(t *testing.T) {
 
 // TestRepairKeepsADeferEntry: an object kept by a Defer lien while it is
 // being deleted has its annotation poisoned while the controller is down,
-// before the lien's status ever listed it. The repair must keep the Defer
-// entry and its finalizer — a finalizer cannot be put back on an object
-// being deleted — so the object stays until the lien is released, then
-// goes.
+// and the lien's status lost the object (a status write lost to a
+// SIGKILL). The repair must keep the Defer entry and its finalizer — a
+// finalizer cannot be put back on an object being deleted — so the object
+// stays until the lien is released, then goes.
 func TestRepairKeepsADeferEntry(t *testing.T) {
 	ctx := context.Background()
 	ns := createNamespace(t, "keepdefer")
-	stopController()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace:   ns,
-		Name:        "kept",
-		Labels:      map[string]string{lien.Label: lien.LabelDefer},
-		Annotations: map[string]string{lien.Annotation: "poison"},
-		Finalizers:  []string{lien.Finalizer},
-	}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}}
+	if err := k.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
 	l := &v1alpha1.Lien{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep"},
 		Spec: v1alpha1.LienSpec{
@@ -265,10 +261,21 @@ func TestRepairKeepsADeferEntry(t *testing.T) {
 			Reason:  "still read by the job",
 		},
 	}
-	for _, o := range []client.Object{cm, l} {
-		if err := k.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, cm, lien.LabelDefer)
+	waitCondition(t, l, &l.Status, v1alpha1.ConditionHeld, metav1.ConditionTrue, v1alpha1.ReasonHeld)
+
+	stopController()
+	l.Status.Protected = nil
+	if err := k.Status().Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Annotations[lien.Annotation] = "poison" // k is trusted, as break-glass is
+	if err := k.Patch(ctx, cm, patch); err != nil {
+		t.Fatal(err)
 	}
 	if err := k.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -277,7 +284,7 @@ func TestRepairKeepsADeferEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `[{"lien":"` + ns + `/keep","reason":"still read by the job","mode":"Defer"}]`
-	eventually(t, 30*time.Second, "the markers to be repaired to the Defer entry", func(ctx context.Context) (bool, error) {
+	eventually(t, time.Minute, "the markers to be repaired to the Defer entry", func(ctx context.Context) (bool, error) {
 		if err := k.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 			return false, err
 		}
@@ -289,5 +296,5 @@ func TestRepairKeepsADeferEntry(t *testing.T) {
 	if err := k.Delete(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the ConfigMap to go once released", func(ctx context.Context) (bool, error) { return gone(ctx, cm) })
+	eventually(t, time.Minute, "the ConfigMap to go once released", func(ctx context.Context) (bool, error) { return gone(ctx, cm) })
 }
