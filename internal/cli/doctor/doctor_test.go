@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,5 +109,14 @@ func TestWebhookMatches(t *testing.T) {
 	w.ReadyEndpoints = 1
 	if w.Down() {
 		t.Error("a webhook with a ready endpoint is up")
+	}
+}
+
+// Each Teardown plan's own finalizer on its trigger is teardown's.
+func TestPlanFinalizerIsTeardowns(t *testing.T) {
+	c := &Controllers{Deployments: []Deployment{{Namespace: "teardown-system", Name: "teardown-controller", Ready: 1, Desired: 1}}}
+	v := c.Explain("teardown.dev/teardown-sriov-operator-uninstall", "teardown-teardown")
+	if !strings.Contains(v.Remover, "teardown controller") || v.When != "once the plan sriov-operator-uninstall has finished" || v.Stuck() {
+		t.Errorf("Explain: %+v; want teardown's, waiting for the plan, running", v)
 	}
 }

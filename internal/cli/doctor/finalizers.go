@@ -104,13 +104,31 @@ var knownFinalizers = map[string]known{
 	"teardown.dev/lien":                           {"the teardown controller", "teardown", "once the lien is released"},
 	"teardown.dev/dependents":                     {"the teardown controller", "teardown", "once the dependents are deleted or orphaned as the deletion policy says"},
 	"teardown.dev/teardown":                       {"the teardown controller", "teardown", "once the Teardown plan has finished"},
+	"teardown.dev/lien-cleanup":                   {"the teardown controller", "teardown", "once the lien's markers are off the objects it protected"},
+}
+
+// planFinalizerPrefix starts the finalizer each Teardown plan holds its
+// trigger by (teardown.dev/teardown-<plan>).
+const planFinalizerPrefix = "teardown.dev/teardown-"
+
+// knownFinalizer looks finalizer up in knownFinalizers, and knows each
+// plan's own finalizer on a trigger.
+func knownFinalizer(finalizer string) (known, bool) {
+	if k, ok := knownFinalizers[finalizer]; ok {
+		return k, true
+	}
+	if strings.HasPrefix(finalizer, planFinalizerPrefix) {
+		return known{"the teardown controller (or the operator, for a plan it runs with teardown.SelfUninstall)", "teardown",
+			"once the plan " + strings.TrimPrefix(finalizer, planFinalizerPrefix) + " has finished"}, true
+	}
+	return known{}, false
 }
 
 // Explain says who removes finalizer (added by manager) and whether it
 // appears to run.
 func (c *Controllers) Explain(finalizer, manager string) Verdict {
 	v := Verdict{Finalizer: finalizer, Manager: manager}
-	if k, ok := knownFinalizers[finalizer]; ok {
+	if k, ok := knownFinalizer(finalizer); ok {
 		v.Remover, v.When = k.remover, k.when
 		switch k.component {
 		case "kube-apiserver":
