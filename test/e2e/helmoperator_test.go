@@ -1,0 +1,294 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// helmOperatorDir is the module of the example operator built on the
+// upstream helm-operator-plugins reconciler.
+const helmOperatorDir = "../../examples/helm-operator"
+
+var fooResource = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "foos"}
+
+// TestHelmOperatorNamespaceDeletionOrphans shows seed 003's bug with the
+// real upstream Helm reconciler, without teardown: deleting the namespace
+// deletes the release record before the Foo's finalizer reads it, the
+// reconciler logs "Release not found, removing finalizer", and the
+// release's cluster-scoped ClusterRole is left with nothing to delete it.
+func TestHelmOperatorNamespaceDeletionOrphans(t *testing.T) {
+	const ns, foo = "foohome", "myfoo"
+	role := ns + "-" + foo + "-foo"
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	bin := buildHelmOperator(t)
+	installFooCRD(t)
+	op := startHelmOperator(t, bin)
+	t.Cleanup(func() {
+		if err := kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleaning up clusterrole/%s: %v", role, err)
+		}
+	})
+
+	createFoo(t, ns, foo, map[string]any{"greeting": "hello"})
+	op.waitDeployed(t, ns, foo, 1, role)
+
+	started := time.Now()
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting namespace %s: %v", ns, err)
+	}
+	op.poll(t, 3*time.Minute, "namespace "+ns+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	t.Logf("(a) without teardown: kubectl delete namespace %s: gone after %s", ns, time.Since(started).Round(10*time.Millisecond))
+
+	// The Foo's finalizer held the namespace until the reconciler was done
+	// with it, so what is left now stays left.
+	_, err := kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		t.Errorf("clusterrole/%s was uninstalled: the reconciler read the release record before the namespace controller deleted it (%s)", role, op.line("Release uninstalled"))
+	case err != nil:
+		t.Fatalf("reading clusterrole/%s: %v", role, err)
+	default:
+		t.Logf("clusterrole/%s is orphaned", role)
+	}
+	if line := op.line("Release not found, removing finalizer"); line == "" {
+		t.Errorf("the operator's log does not say it removed its finalizer without uninstalling (\"Release not found, removing finalizer\"); its log:\n%s", op.log())
+	} else {
+		t.Logf("operator: %s", line)
+	}
+}
+
+// buildHelmOperator builds examples/helm-operator in its own module and
+// returns the binary's path.
+func buildHelmOperator(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(helmOperatorDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "helm-operator")
+	fmt.Fprintln(os.Stderr, "e2e: building examples/helm-operator (a cold build downloads and compiles helm and helm-operator-plugins: minutes)")
+	started := time.Now()
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/helm-operator: %v\n%s", err, out)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: built examples/helm-operator in %s\n", time.Since(started).Round(time.Second))
+	return bin
+}
+
+// installFooCRD creates or replaces the Foo CRD with the operator's
+// config/crd.yaml, waits until it serves, and deletes it at the end.
+func installFooCRD(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(helmOperatorDir, "config", "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		t.Fatalf("decoding config/crd.yaml: %v", err)
+	}
+	crds := apiextensions.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := crds.Create(ctx, &crd, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		// Another scenario of the package installed its schemaless Foo.
+		old, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd.ResourceVersion = old.ResourceVersion
+		if _, err := crds.Update(ctx, &crd, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("replacing CRD %s: %v", crd.Name, err)
+		}
+	} else if err != nil {
+		t.Fatalf("creating CRD %s: %v", crd.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := crds.Delete(ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting CRD %s: %v", crd.Name, err)
+			return
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("waiting for CRD %s to be gone: %v", crd.Name, err)
+		}
+	})
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		c, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for CRD %s to be established: %v", crd.Name, err)
+	}
+}
+
+// createFoo creates namespace ns and Foo ns/name with spec; the namespace
+// is deleted at the end if the test did not.
+func createFoo(t *testing.T, ns, name string, spec map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	namespaces := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces()
+	if _, err := namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+	// Registered after startHelmOperator's cleanup, so it runs first: a
+	// test that stopped early leaves no Foo whose finalizer nobody runs.
+	t.Cleanup(func() {
+		if err := namespaces.Delete(ctx, ns, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+			return
+		} else if err != nil {
+			t.Errorf("cleaning up namespace %s: %v", ns, err)
+			return
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("cleaning up namespace %s: %v", ns, err)
+		}
+	})
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Foo",
+		"metadata": map[string]any{"name": name},
+		"spec":     spec,
+	}}
+	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(fooResource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating foo %s/%s: %v", ns, name, err)
+	}
+}
+
+// helmOperator is the example operator running as a process with the
+// admin's kubeconfig, its stdout and stderr in one log file.
+type helmOperator struct {
+	logPath string
+	exited  chan struct{}
+	waitErr error // set before exited closes
+}
+
+// startHelmOperator runs bin against the package's control plane and stops
+// it at the end of the test, logging its output if the test failed.
+func startHelmOperator(t *testing.T, bin string) *helmOperator {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := writeKubeconfig(t)
+	op := &helmOperator{logPath: filepath.Join(dir, "operator.log"), exited: make(chan struct{})}
+	logFile, err := os.Create(op.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the helm operator: %v", err)
+	}
+	go func() {
+		op.waitErr = cmd.Wait()
+		_ = logFile.Close()
+		close(op.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-op.exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-op.exited
+		}
+		if t.Failed() {
+			t.Logf("the helm operator's log:\n%s", op.log())
+		}
+	})
+	return op
+}
+
+// log returns everything the operator printed so far.
+func (op *helmOperator) log() string {
+	data, err := os.ReadFile(op.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
+}
+
+// line returns the first line of the operator's log containing s, or "".
+func (op *helmOperator) line(s string) string {
+	for l := range strings.Lines(op.log()) {
+		if strings.Contains(l, s) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// poll waits up to timeout for cond, failing the test at once if the
+// operator exits meanwhile.
+func (op *helmOperator) poll(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-op.exited:
+			return false, fmt.Errorf("the helm operator exited: %v", op.waitErr)
+		default:
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// waitDeployed waits until revision of Foo ns/name's release is recorded
+// as deployed and the release's ClusterRoles exist.
+func (op *helmOperator) waitDeployed(t *testing.T, ns, name string, revision int, roles ...string) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	record := fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, revision)
+	op.poll(t, 2*time.Minute, "secret/"+record+" to say deployed", func(ctx context.Context) (bool, error) {
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, record, metav1.GetOptions{})
+		return err == nil && s.Labels["status"] == "deployed", nil
+	})
+	for _, role := range roles {
+		if _, err := kube.RbacV1().ClusterRoles().Get(context.Background(), role, metav1.GetOptions{}); err != nil {
+			t.Fatalf("release %s/%s is deployed, but clusterrole/%s: %v", ns, name, role, err)
+		}
+	}
+}
