@@ -55,7 +55,8 @@ type UninstallOptions struct {
 // object undeletable: first the lien policy bindings and policies, waiting
 // until they are gone and kube-apiserver lets a lien-labelled object be
 // deleted; then the controller, RBAC, the policy parameters and the
-// namespace, in reverse apply order, waiting until each is gone. CRDs (and
+// namespace, in reverse apply order, waiting until each is gone; then the
+// owners teardown held lose its finalizer (releaseOwners). CRDs (and
 // so every Lien, ClusterLien and Teardown) are kept unless opts.CRDs.
 // Objects already gone are fine: Uninstall is idempotent. Progress lines go
 // to out.
@@ -116,6 +117,10 @@ func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions, out
 		others = append(others, crds...)
 	}
 	if _, err := d.deleteAll(ctx, others); err != nil {
+		return err
+	}
+	// The controller is gone: the owners it held would stay undeletable.
+	if err := releaseOwners(ctx, cfg, opts.DryRun, out); err != nil {
 		return err
 	}
 	if !opts.CRDs {
