@@ -249,7 +249,8 @@ func (l Live) String() string {
 // unless one was Orphan), nothing is Terminating except what carries
 // BlockFinalizer or is a namespace holding such an object, and teardown's
 // finalizers stay only where still needed (every lien was deleted before
-// convergence, so the lien finalizers must all be gone).
+// convergence, so the lien finalizers must all be gone; teardown.dev/dependents
+// stays on owners with a policy that needs it or a live linked dependent).
 func CheckFinal(live []Live, deps []DependentFact) []Violation {
 	var out []Violation
 	alive := map[types.UID]bool{}
@@ -258,6 +259,16 @@ func CheckFinal(live []Live, deps []DependentFact) []Violation {
 		alive[o.UID] = true
 		if slices.Contains(o.Finalizers, BlockFinalizer) && o.Namespace != "" {
 			blockedNS[o.Namespace] = true
+		}
+	}
+	// Owners with live linked dependents hold teardown's finalizer too.
+	linked := map[types.UID]bool{}
+	for _, o := range live {
+		if raw, ok := o.Annotations[links.OwnersAnnotation]; ok && !o.Deleting {
+			ls, _ := links.Parse(raw)
+			for _, l := range ls {
+				linked[l.UID] = true
+			}
 		}
 	}
 	byUID := map[types.UID]Live{}
@@ -284,8 +295,8 @@ func CheckFinal(live []Live, deps []DependentFact) []Violation {
 				out = append(out, Violation{"finalizer", fmt.Sprintf("%s still carries %s after every lien was deleted", o, f)})
 			case links.Finalizer:
 				p, err := links.PolicyOf(&metav1.ObjectMeta{Labels: o.Labels})
-				if err != nil || !p.NeedsFinalizer() || o.Deleting {
-					out = append(out, Violation{"finalizer", fmt.Sprintf("%s still carries %s, which its policy (%q) no longer needs", o, f, o.Labels[links.PolicyLabel])})
+				if err != nil || !(p.NeedsFinalizer() || linked[o.UID]) || o.Deleting {
+					out = append(out, Violation{"finalizer", fmt.Sprintf("%s still carries %s, which neither its policy (%q) nor a linked dependent needs", o, f, o.Labels[links.PolicyLabel])})
 				}
 			}
 		}

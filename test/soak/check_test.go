@@ -129,6 +129,8 @@ func TestCheckFinal(t *testing.T) {
 		{Kind: "Namespace", Name: "d", UID: "nsd", Deleting: true, Finalizers: []string{"kubernetes"}},
 		{Kind: "ConfigMap", Namespace: "a", Name: "deferred", UID: "deferred", Finalizers: []string{"teardown.dev/lien"}},
 		{Kind: "ConfigMap", Namespace: "a", Name: "nopolicy", UID: "nopolicy", Finalizers: []string{"teardown.dev/dependents"}},
+		{Kind: "ConfigMap", Namespace: "a", Name: "linked", UID: "linked", Finalizers: []string{"teardown.dev/dependents"}},
+		{Kind: "ClusterRole", Name: "linker", UID: "linker", Annotations: map[string]string{"teardown.dev/owners": `[{"apiVersion":"v1","kind":"ConfigMap","namespace":"a","name":"linked","uid":"linked"}]`}},
 		{Kind: "Lien", Namespace: "a", Name: "l", UID: "l", Deleting: true, Finalizers: []string{"teardown.dev/lien-cleanup"}},
 	}
 	deps := []DependentFact{
@@ -138,7 +140,7 @@ func TestCheckFinal(t *testing.T) {
 	}
 	want := []string{
 		`finalizer: ConfigMap a/deferred still carries teardown.dev/lien after every lien was deleted`,
-		`finalizer: ConfigMap a/nopolicy still carries teardown.dev/dependents, which its policy ("") no longer needs`,
+		`finalizer: ConfigMap a/nopolicy still carries teardown.dev/dependents, which neither its policy ("") nor a linked dependent needs`,
 		`finalizer: Lien a/l still carries teardown.dev/lien-cleanup after every lien was deleted`,
 		`finalizer: Lien a/l still exists after it was deleted`,
 		`hang: Lien a/l is still Terminating (finalizers [teardown.dev/lien-cleanup])`,
