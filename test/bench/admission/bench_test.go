@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -14,13 +15,14 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/pkg/lien"
 	"github.com/teardown-dev/teardown/test/bench/kit"
 )
@@ -68,6 +70,7 @@ func admissionComparison(b *testing.B) {
 	}
 	defer wh.Close()
 	installWebhook(b, wh)
+	podNamespace(b)
 
 	// Protected objects are refused again and again: a few suffice.
 	const protectedN = 20
@@ -89,6 +92,7 @@ func admissionComparison(b *testing.B) {
 	}
 
 	type key struct{ c, state string }
+	unprotected := []string{"DELETE unprotected", "UPDATE unprotected", "CREATE unprotected", "EVICT unprotected"}
 	res := map[key][]window{}
 	seq := 0
 	measure := func(state string) {
@@ -101,6 +105,18 @@ func admissionComparison(b *testing.B) {
 			patch := fmt.Sprintf(`{"data":{"n":"%d-%d"}}`, seq, i)
 			_, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, fmt.Sprintf("plain-%d", i%updN), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			return err
+		}, nil))
+		// The tamper policy matches every CREATE; its objectSelector keeps
+		// unlabelled ones from CEL.
+		res[key{"CREATE unprotected", state}] = append(res[key{"CREATE unprotected", state}], drive(b, rate, n, func(ctx context.Context, i int) error {
+			_, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d-%d", seq, i)}}, metav1.CreateOptions{})
+			return err
+		}, nil))
+		// The eviction policy matches every eviction; in a namespace without
+		// protected pods it finds no params and evaluates nothing.
+		pods := podPool(b, fmt.Sprintf("evict-%d", seq), n)
+		res[key{"EVICT unprotected", state}] = append(res[key{"EVICT unprotected", state}], drive(b, rate, n, func(ctx context.Context, i int) error {
+			return kube.PolicyV1().Evictions(podNS).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: podNS, Name: pods[i]}})
 		}, nil))
 		if state != "installed" {
 			return
@@ -116,19 +132,36 @@ func admissionComparison(b *testing.B) {
 			return kube.CoreV1().ConfigMaps(ns).Delete(ctx, fmt.Sprintf("webhook-protected-%d", i%protectedN), metav1.DeleteOptions{})
 		}, denied))
 	}
+	// kube-apiserver is restarted before every window, so that each arm
+	// runs as a kube-apiserver started in that state: the tamper policy's
+	// ConfigMap param informer runs while the policies are installed, and is
+	// never left stopped by an earlier uninstall (kube-apiserver does not
+	// start it again).
+	restartAPIServer(b, true)
 	for rep := range reps {
 		if rep%2 == 0 {
 			measure("installed")
 			uninstallPolicies(b)
+			restartAPIServer(b, false)
 			measure("not installed")
 			reinstallPolicies(b)
+			restartAPIServer(b, true)
 		} else {
 			uninstallPolicies(b)
+			restartAPIServer(b, false)
 			measure("not installed")
 			reinstallPolicies(b)
+			restartAPIServer(b, true)
 			measure("installed")
 		}
 		fmt.Fprintf(os.Stderr, "admission: repetition %d done\n", rep)
+		// Each window, for reading the medians.
+		for _, c := range unprotected {
+			for _, state := range []string{"installed", "not installed"} {
+				w := res[key{c, state}][rep]
+				fmt.Fprintf(os.Stderr, "admission: repetition %d %s %s: p50 %.2f ms, p99 %.1f ms, CPU %.2f ms/request\n", rep, c, state, w.p(50), w.p(99), w.cpuPerReq())
+			}
+		}
 	}
 
 	med := func(ws []window, f func(window) float64) float64 {
@@ -158,7 +191,7 @@ func admissionComparison(b *testing.B) {
 		Title:  fmt.Sprintf("Admission, unprotected objects: teardown's policies installed vs not (median of %d windows of %d requests at %d/s)", reps, n, rate),
 		Header: []string{"request", "p50 installed", "p50 not", "p50 ratio (goal 1.00)", "p99 installed", "p99 not", "p99 ratio", "apiserver CPU ms/request installed", "not", "CPU ratio", "unexpected responses"},
 	}
-	for _, c := range []string{"DELETE unprotected", "UPDATE unprotected"} {
+	for _, c := range unprotected {
 		in, out := res[key{c, "installed"}], res[key{c, "not installed"}]
 		t.Add(c, ms(med(in, p50)), ms(med(out, p50)), kit.Ratio(med(in, p50), med(out, p50)),
 			ms(med(in, p99)), ms(med(out, p99)), kit.Ratio(med(in, p99), med(out, p99)),
@@ -232,6 +265,42 @@ func drive(b *testing.B, rate, n int, do func(ctx context.Context, i int) error,
 	return w
 }
 
+// podNS holds the unprotected pods to evict: no pod in it is protected.
+const podNS = "admission-bench-pods"
+
+// podNamespace creates podNS and waits for its default ServiceAccount,
+// without which kube-apiserver refuses pods.
+func podNamespace(b *testing.B) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: podNS}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().ServiceAccounts(podNS).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		b.Fatalf("the default service account of %s: %v", podNS, err)
+	}
+}
+
+// podPool creates n unprotected pods in podNS (never scheduled: an
+// eviction deletes them at once) and returns their names.
+func podPool(b *testing.B, prefix string, n int) []string {
+	b.Helper()
+	names := make([]string, n)
+	no := false
+	kit.Parallel(b, 16, n, func(i int) error {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		_, err := kube.CoreV1().Pods(podNS).Create(context.Background(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: names[i]},
+			Spec:       corev1.PodSpec{AutomountServiceAccountToken: &no, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	return names
+}
+
 // pool creates n unprotected ConfigMaps to delete and returns their names.
 func pool(b *testing.B, prefix string, n int) []string {
 	b.Helper()
@@ -300,38 +369,39 @@ func installWebhook(b *testing.B, wh *Webhook) {
 	}
 }
 
-var (
-	vapGVR     = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
-	bindingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
-)
-
 // uninstallPolicies deletes teardown's admission policies and their
-// bindings and waits until a lien-labelled object's dry-run DELETE passes.
+// bindings, as `teardown uninstall --policies-only` does, and waits until a
+// lien-labelled object's dry-run DELETE passes.
 func uninstallPolicies(b *testing.B) {
 	b.Helper()
 	ctx := context.Background()
-	objs, err := install.Objects(installOpts)
-	if err != nil {
+	if err := install.Uninstall(ctx, cluster.RESTConfig(), install.UninstallOptions{PoliciesOnly: true}, io.Discard); err != nil {
 		b.Fatal(err)
-	}
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ValidatingAdmissionPolicyBinding":
-			err = dyn.Resource(bindingGVR).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
-		case "ValidatingAdmissionPolicy":
-			err = dyn.Resource(vapGVR).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
-		default:
-			continue
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			b.Fatal(err)
-		}
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "vap-protected-0", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil, nil
 	}); err != nil {
 		b.Fatalf("kube-apiserver still enforces the lien policy: %v", err)
+	}
+}
+
+// restartAPIServer restarts kube-apiserver and waits until it enforces the
+// lien policy (installed) or not.
+func restartAPIServer(b *testing.B, installed bool) {
+	b.Helper()
+	ctx := context.Background()
+	if err := cluster.Restart(ctx, localcluster.APIServer, false); err != nil {
+		b.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "vap-protected-0", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		if installed {
+			return apierrors.IsForbidden(err), nil
+		}
+		return err == nil, nil
+	}); err != nil {
+		b.Fatalf("kube-apiserver restarted: the lien policy enforced is not %v: %v", installed, err)
 	}
 }
 
