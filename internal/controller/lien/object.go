@@ -19,6 +19,9 @@ type ref struct {
 	Namespace  string // "" for a Lien: its own namespace is implied
 	Name       string
 	Selector   *metav1.LabelSelector
+	// Resource is the target's resource, when set: the rights policy
+	// checked the creator's rights on it, so it must be the kind's.
+	Resource string
 }
 
 func (r ref) String() string {
@@ -48,7 +51,7 @@ func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
 		var out []ref
 		for i, t := range ts {
-			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector})
+			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector, Resource: t.Resource})
 		}
 		return out
 	}
@@ -63,7 +66,7 @@ func (l clusterLienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 	conv := func(field string, ts []v1alpha1.ClusterLienTarget) []ref {
 		var out []ref
 		for i, t := range ts {
-			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector})
+			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector, Resource: t.Resource})
 		}
 		return out
 	}

@@ -293,6 +293,10 @@ func (r *Reconciler) resolve(o object, x ref) (_ resolved, msg string, notServed
 	}
 	nsScoped := m.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
+	case x.Resource != "" && x.Resource != m.Resource.Resource:
+		// The rights policy checked the creator may delete x.Resource:
+		// protecting another resource would protect what they may not.
+		return resolved{}, fmt.Sprintf("%s.resource: %s is not the resource of kind %s (served as %s): nothing is protected for this entry", x.Field, x.Resource, x.Kind, m.Resource.Resource), false
 	case o.namespaced() && x.Namespace != "":
 		return resolved{}, fmt.Sprintf("%s.namespace: a Lien only reaches objects in its own namespace", x.Field), false
 	case o.namespaced() && !nsScoped:

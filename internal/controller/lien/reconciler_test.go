@@ -453,6 +453,43 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("protected %v, want only the Secret", l.Status.Protected)
 		}
 	})
+
+	// The rights policy checked the creator's right to delete what
+	// resource names; an entry whose resource is not its kind's protects
+	// nothing.
+	t.Run("resource not the kind's: InvalidTarget, nothing protected for it", func(t *testing.T) {
+		gadgets := crd(t, "resource.example.com", "Gadget", "gadgets", apiextensionsv1.NamespaceScoped)
+		crd(t, "resource.example.com", "Widget", "widgets", apiextensionsv1.NamespaceScoped)
+		g := custom(gadgets, ns, "g")
+		if err := k.Create(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		ok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok-too"}}
+		if err := k.Create(ctx, ok); err != nil {
+			t.Fatal(err)
+		}
+		l := &v1alpha1.Lien{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wrong-resource"},
+			Spec: v1alpha1.LienSpec{
+				Protect: []v1alpha1.LienTarget{{APIVersion: gadgets.GroupVersion().String(), Kind: "Gadget", Resource: "widgets", Name: "g"}, target("v1", "Secret", "ok-too")},
+				Reason:  "r",
+			},
+		}
+		if err := k.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		c := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidTarget)
+		if want := "spec.protect[0].resource: widgets is not the resource of kind Gadget (served as gadgets)"; !strings.Contains(c.Message, want) {
+			t.Errorf("Ready message %q lacks %q", c.Message, want)
+		}
+		waitLabel(t, ok, lien.LabelDeny)
+		if err := k.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+			t.Fatal(err)
+		}
+		if v := g.GetLabels()[lien.Label]; v != "" {
+			t.Errorf("the Gadget carries %s=%s, want nothing protected for the wrong entry", lien.Label, v)
+		}
+	})
 }
 
 // TestProtectHelper is the library path of the Helm-operator case: the
