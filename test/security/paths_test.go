@@ -20,8 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,7 +209,6 @@ func TestDeferFinalizerCannotBeRemovedThroughStatus(t *testing.T) {
 	try()
 	withControllersDown(t, try)
 }
-
 
 // TestScaleOfAProtectedDeploymentStillWorks: deployments/scale's body is a
 // Scale, without the Deployment's labels, so the tamper policy never sees
@@ -443,18 +442,14 @@ func TestServerSideApplyCannotRemoveTheLabel(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
 	create(t, cm)
 	lienName := underLien(t, v1alpha1.LienModeDeny, cm)
-	apply := func(labels map[string]any) error {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"namespace": ns, "name": "cfg"},
-			"data":     map[string]any{"k": "v2"},
-		}}
+	apply := func(labels map[string]string) error {
+		ac := corev1ac.ConfigMap("cfg", ns).WithData(map[string]string{"k": "v2"})
 		if labels != nil {
-			u.Object["metadata"].(map[string]any)["labels"] = labels
+			ac = ac.WithLabels(labels)
 		}
-		return editor.Patch(ctx, u, client.Apply, client.FieldOwner("editor"), client.ForceOwnership)
+		return editor.Apply(ctx, ac, client.FieldOwner("editor"), client.ForceOwnership)
 	}
-	refused(t, "editor force-applying another label value", apply(map[string]any{lien.Label: "false"}),
+	refused(t, "editor force-applying another label value", apply(map[string]string{lien.Label: "false"}),
 		"the lien markers on configmaps "+ns+"/cfg", "are managed by teardown")
 
 	own := `[{"op":"replace","path":"/metadata/managedFields","value":[{"manager":"editor","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1",` +
