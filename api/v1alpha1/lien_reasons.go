@@ -20,4 +20,8 @@ const (
 	// namespace is being deleted and it is on a cycle of liens whose
 	// holders are each other's protected objects.
 	ReasonCycleReleased = "CycleReleased"
+	// ReasonReleaseRefused is Held=False while every holder is gone but
+	// the API server refused to take the lien's markers off (Ready says
+	// why): the objects stay protected until the write goes through.
+	ReasonReleaseRefused = "ReleaseRefused"
 )

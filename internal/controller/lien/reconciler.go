@@ -201,6 +201,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err == nil {
 		err = r.protectCRDs(ctx, o, held && mode == v1alpha1.LienModeDeny, protected, &f)
 	}
+	if !held {
+		// A refused release must not leave Held saying that a gone holder
+		// holds: record the holders and why the markers stay.
+		o.status().HeldBy = holders
+		if c := meta.FindStatusCondition(o.status().Conditions, v1alpha1.ConditionHeld); c != nil && c.Status == metav1.ConditionTrue && isForbidden(err) {
+			meta.SetStatusCondition(&o.status().Conditions, metav1.Condition{Type: v1alpha1.ConditionHeld, Status: metav1.ConditionFalse,
+				ObservedGeneration: o.GetGeneration(), Reason: v1alpha1.ReasonReleaseRefused,
+				Message: "no holder is left, but taking the lien's markers off was refused (see Ready): the objects stay protected until it goes through"})
+		}
+	}
 	if handled, rerr := r.reportForbidden(ctx, o, err); handled {
 		return reconcile.Result{RequeueAfter: resync}, rerr
 	}

@@ -54,6 +54,12 @@ func (r *Reconciler) explainForbidden(ctx context.Context, o object, fe *forbidd
 	return cond
 }
 
+// isForbidden reports whether err is a refused write of lien markers.
+func isForbidden(err error) bool {
+	var fe *forbiddenError
+	return errors.As(err, &fe)
+}
+
 // reportForbidden records the condition and an event, and retries at the
 // next resync rather than in a hot loop.
 func (r *Reconciler) reportForbidden(ctx context.Context, o object, err error) (bool, error) {

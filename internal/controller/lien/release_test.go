@@ -1,0 +1,78 @@
+//go:build integration
+
+package lien
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// TestRefusedReleaseIsNotHeld: a controller whose identity the tamper
+// policy does not trust (the README's install path before the controller
+// checked its identity) cannot release a lien. Once the holder is gone the
+// lien must not say a holder holds it: Held=False, ReleaseRefused, the
+// holder Gone in status, Ready saying why; and the object stays protected.
+func TestRefusedReleaseIsNotHeld(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "refused")
+	kept := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}}
+	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"}}
+	for _, o := range []client.Object{holder, kept} {
+		if err := k.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret", Name: "kept"}},
+			HeldBy:  []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "holder"}},
+			Reason:  "r",
+		},
+	}
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, kept, lien.LabelDeny)
+	waitCondition(t, l, &l.Status, v1alpha1.ConditionHeld, metav1.ConditionTrue, v1alpha1.ReasonHeld)
+
+	// The controller again, as a cluster admin the policies do not trust.
+	stopController()
+	untrusted := rest.CopyConfig(cfg)
+	untrusted.Impersonate = rest.ImpersonationConfig{UserName: "someone-else", Groups: []string{"system:masters"}}
+	if err := startControllerAs(untrusted); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stopController()
+		if err := startController(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if err := k.Delete(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	held := waitCondition(t, l, &l.Status, v1alpha1.ConditionHeld, metav1.ConditionFalse, v1alpha1.ReasonReleaseRefused)
+	if !strings.Contains(held.Message, "no holder is left") {
+		t.Errorf("Held message %q should say no holder is left", held.Message)
+	}
+	if len(l.Status.HeldBy) != 1 || l.Status.HeldBy[0].State != v1alpha1.StateGone {
+		t.Errorf("status.heldBy %v, want the holder Gone", l.Status.HeldBy)
+	}
+	ready := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAdmissionDenied)
+	if !strings.Contains(ready.Message, "teardown install --controller-user") {
+		t.Errorf("Ready message %q should say how to trust the controller", ready.Message)
+	}
+	if err := k.Get(ctx, client.ObjectKeyFromObject(kept), kept); err != nil || kept.Labels[lien.Label] != lien.LabelDeny {
+		t.Errorf("the Secret after the refused release: %v, label %q; want still protected", err, kept.Labels[lien.Label])
+	}
+}
