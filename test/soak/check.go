@@ -295,7 +295,7 @@ func CheckFinal(live []Live, deps []DependentFact) []Violation {
 				out = append(out, Violation{"finalizer", fmt.Sprintf("%s still carries %s after every lien was deleted", o, f)})
 			case links.Finalizer:
 				p, err := links.PolicyOf(&metav1.ObjectMeta{Labels: o.Labels})
-				if err != nil || !(p.NeedsFinalizer() || linked[o.UID]) || o.Deleting {
+				if err != nil || !p.NeedsFinalizer() && !linked[o.UID] || o.Deleting {
 					out = append(out, Violation{"finalizer", fmt.Sprintf("%s still carries %s, which neither its policy (%q) nor a linked dependent needs", o, f, o.Labels[links.PolicyLabel])})
 				}
 			}
