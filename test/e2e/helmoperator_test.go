@@ -225,8 +225,13 @@ type helmOperator struct {
 // it at the end of the test, logging its output if the test failed.
 func startHelmOperator(t *testing.T, bin string) *helmOperator {
 	t.Helper()
+	return startHelmOperatorWith(t, bin, writeKubeconfig(t))
+}
+
+// startHelmOperatorWith runs bin with the given kubeconfig.
+func startHelmOperatorWith(t *testing.T, bin, kubeconfig string) *helmOperator {
+	t.Helper()
 	dir := t.TempDir()
-	kubeconfig := writeKubeconfig(t)
 	op := &helmOperator{logPath: filepath.Join(dir, "operator.log"), exited: make(chan struct{})}
 	logFile, err := os.Create(op.logPath)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,9 +201,17 @@ func ensureHelm(t *testing.T) string {
 // writeKubeconfig writes the admin configuration as a kubeconfig, for helm.
 func writeKubeconfig(t *testing.T) string {
 	t.Helper()
+	return writeKubeconfigAs(t, rest.ImpersonationConfig{})
+}
+
+// writeKubeconfigAs writes the admin configuration, acting as as, as a
+// kubeconfig: for a process that must be someone the lien policies do not
+// trust (an operator's service account is not teardown's controller).
+func writeKubeconfigAs(t *testing.T, as rest.ImpersonationConfig) string {
+	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Impersonate: as.UserName, ImpersonateGroups: as.Groups}
 	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
 	kc.CurrentContext = "local"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
