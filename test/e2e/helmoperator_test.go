@@ -292,7 +292,7 @@ func (op *helmOperator) poll(t *testing.T, timeout time.Duration, what string, c
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-op.exited:
-			return false, fmt.Errorf("the helm operator exited: %v", op.waitErr)
+			return false, fmt.Errorf("the helm operator exited: %w", op.waitErr)
 		default:
 		}
 		return cond(ctx)
