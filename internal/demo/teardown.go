@@ -19,14 +19,19 @@ import (
 // StartTeardown installs teardown into the cluster and runs its controller
 // manager in this process until ctx ends; the "with teardown" half of each
 // scenario runs after it. Calling it again, from any Env of the same
-// cluster, does nothing.
+// cluster, does nothing while the manager it started runs; once that
+// manager's ctx ended, it waits for it to stop and starts a new one.
 func (e *Env) StartTeardown(ctx context.Context) error {
 	// One controller manager per cluster and process: Envs made for the
 	// same cluster (tests make several) share it.
 	running.Lock()
 	defer running.Unlock()
-	if running.hosts[e.Config.Host] {
-		return nil
+	if m, ok := running.hosts[e.Config.Host]; ok {
+		if m.ctx.Err() == nil {
+			return nil
+		}
+		<-m.done
+		delete(running.hosts, e.Config.Host)
 	}
 	ctrl.SetLogger(logr.Discard()) // the demo prints its own story
 	// The controller runs here, as the demo's own user: trust that user to
@@ -43,7 +48,11 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		errc <- mgr.Start(ctx)
+	}()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		select {
 		case err := <-errc:
@@ -52,12 +61,19 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 			return errors.New("starting teardown's controllers: caches did not sync")
 		}
 	}
-	running.hosts[e.Config.Host] = true
+	running.hosts[e.Config.Host] = started{ctx: ctx, done: done}
 	return nil
 }
 
-// running records the clusters this process already runs teardown for.
+// running records the clusters this process runs teardown for.
 var running = struct {
 	sync.Mutex
-	hosts map[string]bool
-}{hosts: map[string]bool{}}
+	hosts map[string]started
+}{hosts: map[string]started{}}
+
+// started is one controller manager StartTeardown started: it runs until
+// ctx ends, and done closes once it has stopped.
+type started struct {
+	ctx  context.Context
+	done chan struct{}
+}

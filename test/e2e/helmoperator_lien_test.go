@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -18,10 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/teardown-dev/teardown/internal/demo"
-	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -38,25 +34,7 @@ import (
 func TestHelmOperatorUnderLien(t *testing.T) {
 	const ns, foo, attempts = "foolien", "myfoo", 3
 	role, extra := ns+"-"+foo+"-foo", ns+"-"+foo+"-bar"
-	ctx, cancel := context.WithCancel(context.Background())
-	// Stops the controllers StartTeardown started, after every other
-	// cleanup: a namespace with protected records goes only while they run.
-	t.Cleanup(cancel)
-	env, err := demo.NewEnv(cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.StartTeardown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, k := startTeardown(t)
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	foos := dynamic.NewForConfigOrDie(cfg).Resource(fooResource)
 	bin := buildHelmOperator(t)

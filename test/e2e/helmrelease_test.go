@@ -62,23 +62,7 @@ rules: []
 // what the last revision installed, and the records, their purge accepted,
 // stay until the holder is gone.
 func TestHelmReleaseUnderLien(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // stops the controllers StartTeardown started
-	env, err := demo.NewEnv(cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.StartTeardown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, k := startTeardown(t)
 	eventually := testenv.Eventually
 	gone := func(ctx context.Context, obj client.Object) (bool, error) { return testenv.Gone(ctx, k, obj) }
 	helm := ensureHelm(t)
@@ -183,6 +167,31 @@ func TestHelmReleaseUnderLien(t *testing.T) {
 		rs, err := records(ctx)
 		return err == nil && len(rs) == 0, err
 	})
+}
+
+// startTeardown installs teardown and runs its controllers in this process
+// until every cleanup of t has run (a namespace with protected objects goes
+// only while they run), and returns a client as the admin.
+func startTeardown(t *testing.T) (context.Context, client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	env, err := demo.NewEnv(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.StartTeardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, k
 }
 
 func ensureHelm(t *testing.T) string {
