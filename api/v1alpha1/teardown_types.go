@@ -14,6 +14,11 @@ import (
 // last plan on it to finish.
 const TeardownFinalizer = "teardown.dev/teardown"
 
+// TriggerLabel ("true") marks an object a plan holds by its finalizer, so
+// that the policy teardown-trigger-foreground selects the DELETEs of these
+// objects alone by label, and no other DELETE evaluates it.
+const TriggerLabel = "teardown.dev/trigger"
+
 // TriggerFinalizerPrefix starts the finalizer each plan holds on its
 // trigger (TriggerFinalizer).
 const TriggerFinalizerPrefix = "teardown.dev/teardown-"

@@ -4,6 +4,10 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
@@ -12,6 +16,41 @@ import (
 // versions before per-plan finalizers.
 func Holds(finalizers []string, plan string) bool {
 	return slices.Contains(finalizers, v1alpha1.TriggerFinalizer(plan)) || slices.Contains(finalizers, v1alpha1.TeardownFinalizer)
+}
+
+// Hold makes obj held by the plan named plan: its finalizer, and the label
+// v1alpha1.TriggerLabel the foreground policy selects by. It reports
+// whether obj changed.
+func Hold(obj client.Object, plan string) bool {
+	changed := controllerutil.AddFinalizer(obj, v1alpha1.TriggerFinalizer(plan))
+	if obj.GetLabels()[v1alpha1.TriggerLabel] != "true" {
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[v1alpha1.TriggerLabel] = "true"
+		obj.SetLabels(labels)
+		changed = true
+	}
+	return changed
+}
+
+// Release lets obj go for the plan named plan, as Released says, and
+// takes the label v1alpha1.TriggerLabel off once no plan holds it. It
+// reports whether obj changed.
+func Release(obj metav1.Object, plan string, others bool) bool {
+	finalizers, changed := Released(obj.GetFinalizers(), plan, others)
+	obj.SetFinalizers(finalizers)
+	held := slices.ContainsFunc(finalizers, func(f string) bool {
+		return strings.HasPrefix(f, v1alpha1.TriggerFinalizerPrefix) || f == v1alpha1.TeardownFinalizer
+	})
+	if _, ok := obj.GetLabels()[v1alpha1.TriggerLabel]; ok && !held {
+		labels := obj.GetLabels()
+		delete(labels, v1alpha1.TriggerLabel)
+		obj.SetLabels(labels)
+		changed = true
+	}
+	return changed
 }
 
 // Released returns the finalizers of a trigger once the plan named plan

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -58,5 +59,23 @@ func TestTriggerFinalizerIsAQualifiedName(t *testing.T) {
 	}
 	if v1alpha1.TriggerFinalizer(long) == v1alpha1.TriggerFinalizer(long+"x") {
 		t.Error("two long names that share their start got the same finalizer")
+	}
+}
+
+// Hold puts the plan's finalizer and the trigger label on; Release takes
+// the label off only with the last plan's finalizer.
+func TestHoldAndReleaseTheTriggerLabel(t *testing.T) {
+	obj := &corev1.ConfigMap{}
+	if !Hold(obj, "a") || !Hold(obj, "b") || Hold(obj, "b") {
+		t.Fatal("Hold should change the object once per plan")
+	}
+	if obj.Labels[v1alpha1.TriggerLabel] != "true" {
+		t.Fatalf("labels %v, want %s=true", obj.Labels, v1alpha1.TriggerLabel)
+	}
+	if !Release(obj, "a", false) || obj.Labels[v1alpha1.TriggerLabel] != "true" {
+		t.Errorf("after plan a let go: finalizers %v, labels %v; want b's finalizer and the label", obj.Finalizers, obj.Labels)
+	}
+	if !Release(obj, "b", false) || len(obj.Finalizers) != 0 || obj.Labels[v1alpha1.TriggerLabel] != "" {
+		t.Errorf("after the last plan let go: finalizers %v, labels %v; want neither", obj.Finalizers, obj.Labels)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -140,10 +139,7 @@ func (s *self) arm(ctx context.Context) (*appsv1.Deployment, error) {
 	if _, err := s.r.Keep(ctx, s.plan.Name, s.plan.Spec.KeepUntilDone); err != nil {
 		return nil, err
 	}
-	own := v1alpha1.TriggerFinalizer(s.plan.Name)
-	if dep.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(dep, own) {
-		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(dep, own)
+	if patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{}); dep.DeletionTimestamp.IsZero() && Hold(dep, s.plan.Name) {
 		if err := s.c.Patch(ctx, dep, patch); err != nil {
 			return nil, fmt.Errorf("holding deployment %s/%s: %w", dep.Namespace, dep.Name, err)
 		}
@@ -185,11 +181,9 @@ func (s *self) release(ctx context.Context, dep *appsv1.Deployment) error {
 			return apierrors.IsNotFound(err), nil
 		}
 		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		finalizers, changed := Released(dep.Finalizers, s.plan.Name, false)
-		if !changed {
+		if !Release(dep, s.plan.Name, false) {
 			return true, nil
 		}
-		dep.SetFinalizers(finalizers)
 		err := s.c.Patch(ctx, dep, patch)
 		return err == nil || apierrors.IsNotFound(err), nil
 	})

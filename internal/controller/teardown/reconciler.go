@@ -208,9 +208,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if trigger == nil {
 		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
 	}
-	if own := v1alpha1.TriggerFinalizer(t.Name); !controllerutil.ContainsFinalizer(trigger, own) {
-		patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(trigger, own)
+	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
 		if err := r.Live.Patch(ctx, trigger, patch); err != nil {
 			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name)))
 		}
@@ -456,12 +454,10 @@ func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) e
 	if err != nil {
 		return err
 	}
-	finalizers, changed := teardown.Released(trigger.Finalizers, t.Name, others)
-	if !changed {
+	patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if !teardown.Release(trigger, t.Name, others) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	trigger.SetFinalizers(finalizers)
 	if err := r.Live.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
 	}
