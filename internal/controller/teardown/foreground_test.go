@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -169,13 +170,17 @@ func TestForegroundDeleteOfTheTriggersOwner(t *testing.T) {
 	if err := k.Get(ctx, client.ObjectKeyFromObject(owner), owner); err != nil || owner.DeletionTimestamp == nil {
 		t.Fatalf("the owner should wait for the trigger: %v", err)
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-	if err := k.Get(ctx, client.ObjectKeyFromObject(data), u); err != nil {
-		t.Fatal(err)
-	}
-	u.SetFinalizers(nil)
-	if err := k.Update(ctx, u); err != nil {
+	// The plan's step and the garbage collector write it too: read again
+	// on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+		if err := k.Get(ctx, client.ObjectKeyFromObject(data), u); err != nil {
+			return err
+		}
+		u.SetFinalizers(nil)
+		return k.Update(ctx, u)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, time.Minute)

@@ -179,9 +179,12 @@ func TestSelfUninstallWithATeardown(t *testing.T) {
 			t.Fatalf("%s should still exist while the Teardown runs: %v", o.GetName(), err)
 		}
 	}
-	if td := waitPhase(t, declared.Name, v1alpha1.PhaseRunning, 30*time.Second); td.Status.CurrentStep != "delete-crates" {
-		t.Errorf("the Teardown runs step %q, want delete-crates", td.Status.CurrentStep)
-	}
+	waitPhase(t, declared.Name, v1alpha1.PhaseRunning, 30*time.Second)
+	eventually(t, 30*time.Second, "the Teardown to run step delete-crates", func(ctx context.Context) (bool, error) {
+		td := &v1alpha1.Teardown{}
+		err := k.Get(ctx, client.ObjectKey{Name: declared.Name}, td)
+		return err == nil && td.Status.CurrentStep == "delete-crates", err
+	})
 
 	fixed := custom(crate, ns, c.GetName(), nil)
 	if err := k.Get(ctx, client.ObjectKeyFromObject(fixed), fixed); err != nil {
