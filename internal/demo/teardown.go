@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/teardown-dev/teardown/internal/install"
@@ -36,11 +34,11 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 	ctrl.SetLogger(logr.Discard()) // the demo prints its own story
 	// The controller runs here, as the demo's own user: trust that user to
 	// change lien markers, as install does for the in-cluster controller.
-	review, err := e.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	who, err := install.WhoAmI(ctx, e.Config)
 	if err != nil {
 		return fmt.Errorf("finding the demo's user name: %w", err)
 	}
-	if err := install.Apply(ctx, e.Config, install.Options{ControllerUsers: []string{review.Status.UserInfo.Username}}, io.Discard); err != nil {
+	if err := install.Apply(ctx, e.Config, install.Options{ControllerUsers: []string{who.Username}}, io.Discard); err != nil {
 		return fmt.Errorf("installing teardown: %w", err)
 	}
 	mgr, err := manager.New(e.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})

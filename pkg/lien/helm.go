@@ -2,10 +2,7 @@ package lien
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,11 +76,6 @@ func ProtectHelmRelease(ctx context.Context, c client.Client, namespace, release
 // helmLienName is the name ProtectHelmRelease gives the lien: readable, at
 // most 63 characters, unique for the release and holder.
 func helmLienName(namespace, release string, holder client.Object) string {
-	h := sha256.Sum256([]byte(strings.Join([]string{"helm", namespace, release,
-		holder.GetObjectKind().GroupVersionKind().GroupKind().String(), holder.GetNamespace(), holder.GetName()}, "/")))
-	base := strings.Trim(strings.ToLower(strings.ReplaceAll(release, ".", "-")), "-")
-	if len(base) > 45 {
-		base = strings.Trim(base[:45], "-")
-	}
-	return "keep-helm-" + base + "-" + hex.EncodeToString(h[:])[:6]
+	return lienName("keep-helm-", release, 45, "helm", namespace, release,
+		holder.GetObjectKind().GroupVersionKind().GroupKind().String(), holder.GetNamespace(), holder.GetName())
 }

@@ -90,15 +90,21 @@ func Release(ctx context.Context, c client.Client, obj, holder client.Object) er
 // Name is the name Protect gives the lien of obj held by holder: readable,
 // at most 63 characters, and unique for the pair.
 func Name(obj, holder client.Object) string {
-	h := sha256.Sum256([]byte(strings.Join([]string{
+	return lienName("keep-", obj.GetName(), 50,
 		obj.GetObjectKind().GroupVersionKind().GroupKind().String(), obj.GetNamespace(), obj.GetName(),
-		holder.GetObjectKind().GroupVersionKind().GroupKind().String(), holder.GetNamespace(), holder.GetName(),
-	}, "/")))
-	base := strings.Trim(strings.ToLower(strings.ReplaceAll(obj.GetName(), ".", "-")), "-")
-	if len(base) > 50 {
-		base = strings.Trim(base[:50], "-")
+		holder.GetObjectKind().GroupVersionKind().GroupKind().String(), holder.GetNamespace(), holder.GetName())
+}
+
+// lienName is prefix and readable (lower case, cut to maxLen characters),
+// then a hash of every part: readable, within 63 characters, and unique for
+// the parts.
+func lienName(prefix, readable string, maxLen int, parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "/")))
+	base := strings.Trim(strings.ToLower(strings.ReplaceAll(readable, ".", "-")), "-")
+	if len(base) > maxLen {
+		base = strings.Trim(base[:maxLen], "-")
 	}
-	return "keep-" + base + "-" + hex.EncodeToString(h[:])[:6]
+	return prefix + base + "-" + hex.EncodeToString(h[:])[:6]
 }
 
 // kinds finds both objects' kinds from the client's scheme, setting them on
