@@ -10,10 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,21 +25,121 @@ import (
 )
 
 // KubernetesVersion is the version of kube-apiserver and kube-controller-manager
-// that the local control plane builds and runs.
+// that the local control plane builds and runs unless VersionEnv names another.
 const KubernetesVersion = "v1.37.2"
 
-// EtcdVersion is the version of etcd that the local control plane builds and runs.
+// EtcdVersion is the version of etcd that goes with KubernetesVersion.
 const EtcdVersion = "v3.6.16"
 
-// modules holds the go.mod and go.sum of the two modules the binaries are built
-// from. They cannot be real nested modules: a module's zip and go:embed both
-// leave nested modules out, and library users fetch this module as a zip.
+// VersionEnv is the environment variable that chooses the Kubernetes version
+// the local control plane builds and runs, one of Versions().
+const VersionEnv = "TEARDOWN_KUBERNETES_VERSION"
+
+// modules holds, for each version under modules/<version>/, the go.mod and
+// go.sum of the two modules the binaries are built from (written by
+// hack/update-localcluster-modules.sh). They cannot be real nested modules: a
+// module's zip and go:embed both leave nested modules out, and library users
+// fetch this module as a zip.
 //
-//go:embed modules/*.go.mod modules/*.go.sum
+//go:embed modules
 var modules embed.FS
+
+// Version is one Kubernetes version the local control plane can be built at,
+// with the etcd version it runs with.
+type Version struct {
+	Kubernetes string // k8s.io/kubernetes version, e.g. v1.37.2
+	Etcd       string // go.etcd.io/etcd/server/v3 version
+}
+
+// Versions are the versions there are module pins for, oldest first.
+func Versions() ([]Version, error) {
+	entries, err := fs.ReadDir(modules, "modules")
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded module pins: %w", err)
+	}
+	var out []Version
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		etcd, err := etcdVersion(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Version{Kubernetes: e.Name(), Etcd: etcd})
+	}
+	sort.Slice(out, func(i, j int) bool { return versionLess(out[i].Kubernetes, out[j].Kubernetes) })
+	return out, nil
+}
+
+// etcdVersion is the etcd version the pins of one Kubernetes version require.
+func etcdVersion(kube string) (string, error) {
+	data, err := modules.ReadFile(path.Join("modules", kube, "etcd.go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("reading the etcd pins of %s: %w", kube, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == etcdServerModule {
+			return f[1], nil
+		}
+	}
+	return "", fmt.Errorf("modules/%s/etcd.go.mod does not require %s", kube, etcdServerModule)
+}
+
+const etcdServerModule = "go.etcd.io/etcd/server/v3"
+
+// versionLess orders vMAJOR.MINOR.PATCH versions numerically.
+func versionLess(a, b string) bool {
+	pa, pb := versionNumbers(a), versionNumbers(b)
+	for i := range pa {
+		if pa[i] != pb[i] {
+			return pa[i] < pb[i]
+		}
+	}
+	return a < b
+}
+
+func versionNumbers(v string) [3]int {
+	var n [3]int
+	for i, part := range strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3) {
+		n[i], _ = strconv.Atoi(part)
+	}
+	return n
+}
+
+// LookupVersion returns the Version of a Kubernetes version there are pins
+// for; any other is an error that names VersionEnv and the known versions.
+func LookupVersion(kube string) (Version, error) {
+	all, err := Versions()
+	if err != nil {
+		return Version{}, err
+	}
+	known := make([]string, 0, len(all))
+	for _, v := range all {
+		if v.Kubernetes == kube {
+			return v, nil
+		}
+		known = append(known, v.Kubernetes)
+	}
+	return Version{}, fmt.Errorf("%s=%s: localcluster has no module pins for Kubernetes %q; it builds %s "+
+		"(pins for another version come from hack/update-localcluster-modules.sh KUBERNETES_VERSION ETCD_VERSION)",
+		VersionEnv, kube, kube, strings.Join(known, ", "))
+}
+
+// SelectedVersion is the version $TEARDOWN_KUBERNETES_VERSION names, or
+// KubernetesVersion when it is unset or empty.
+func SelectedVersion() (Version, error) {
+	kube := strings.TrimSpace(os.Getenv(VersionEnv))
+	if kube == "" {
+		kube = KubernetesVersion
+	}
+	return LookupVersion(kube)
+}
 
 // Binaries are the paths of the built control-plane programs.
 type Binaries struct {
+	Version           Version // what they were built at
 	Etcd              string
 	APIServer         string
 	ControllerManager string
@@ -45,27 +149,36 @@ func (b Binaries) all() []string { return []string{b.Etcd, b.APIServer, b.Contro
 
 // buildUnit is one module built in one `go build`.
 type buildUnit struct {
-	module   string   // name under modules/, without .go.mod
+	module   string   // name under modules/<version>/, without .go.mod
 	what     string   // for progress lines
 	packages []string // main packages
 	outputs  []string // binary names, one per package
 	ldflags  string
 }
 
-var buildUnits = []buildUnit{
-	{
-		module:   "etcd",
-		what:     "etcd " + EtcdVersion,
-		packages: []string{"go.etcd.io/etcd/server/v3"},
-		outputs:  []string{"etcd"},
-	},
-	{
-		module:   "kube",
-		what:     "kube-apiserver and kube-controller-manager " + KubernetesVersion,
-		packages: []string{"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager"},
-		outputs:  []string{"kube-apiserver", "kube-controller-manager"},
-		ldflags:  versionLDFlags(KubernetesVersion),
-	},
+// buildUnits are what one version is built from; the order is part of the
+// cache key.
+func buildUnits(v Version) []buildUnit {
+	return []buildUnit{
+		{
+			module:   "etcd",
+			what:     "etcd " + v.Etcd,
+			packages: []string{etcdServerModule},
+			outputs:  []string{"etcd"},
+		},
+		{
+			module:   "kube",
+			what:     "kube-apiserver and kube-controller-manager " + v.Kubernetes,
+			packages: []string{"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager"},
+			outputs:  []string{"kube-apiserver", "kube-controller-manager"},
+			ldflags:  versionLDFlags(v.Kubernetes),
+		},
+	}
+}
+
+// pins reads one of a version's embedded module files, e.g. "kube.go.sum".
+func pins(v Version, name string) ([]byte, error) {
+	return modules.ReadFile(path.Join("modules", v.Kubernetes, name))
 }
 
 // versionLDFlags sets what `kubectl version` reads; without it the server
@@ -95,21 +208,33 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(dir, "teardown"), nil
 }
 
-// EnsureBinaries returns the cached control-plane binaries, building them first
-// if this cache has none for the pinned versions and the go command in use.
-// Builds are serialized across processes by a lock file, so test packages
-// that start at once build only once. Progress goes to progress.
+// EnsureBinaries returns the cached control-plane binaries of the version
+// SelectedVersion names ($TEARDOWN_KUBERNETES_VERSION, else
+// KubernetesVersion), building them first if needed: see EnsureVersionBinaries.
 func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (Binaries, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
-	key, err := buildKey(ctx)
+	v, err := SelectedVersion()
 	if err != nil {
 		return Binaries{}, err
 	}
-	root := filepath.Join(cacheDir, "localcluster", key)
+	return EnsureVersionBinaries(ctx, v, cacheDir, progress)
+}
+
+// EnsureVersionBinaries returns the cached control-plane binaries of one
+// version, building them first if this cache has none for its pins and the
+// go command in use. Each version is cached in its own directory. Builds are
+// serialized across processes by a lock file, so test packages that start at
+// once build only once. Progress goes to progress.
+func EnsureVersionBinaries(ctx context.Context, v Version, cacheDir string, progress io.Writer) (Binaries, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	root, err := versionCacheDir(ctx, v, cacheDir)
+	if err != nil {
+		return Binaries{}, err
+	}
 	bin := filepath.Join(root, "bin")
 	bins := Binaries{
+		Version:           v,
 		Etcd:              filepath.Join(bin, "etcd"),
 		APIServer:         filepath.Join(bin, "kube-apiserver"),
 		ControllerManager: filepath.Join(bin, "kube-controller-manager"),
@@ -128,10 +253,10 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 	if allExist(bins.all()) { // another process built them while we waited
 		return bins, nil
 	}
-	fmt.Fprintf(progress, "localcluster: building the control plane into %s (once; about 13 minutes cold, seconds from then on)\n", bin)
+	fmt.Fprintf(progress, "localcluster: building the control plane at Kubernetes %s into %s (once per version; about 13 minutes cold, seconds from then on)\n", v.Kubernetes, bin)
 	started := time.Now()
-	for _, u := range buildUnits {
-		if err := u.build(ctx, root, bin, progress); err != nil {
+	for _, u := range buildUnits(v) {
+		if err := u.build(ctx, v, root, bin, progress); err != nil {
 			return Binaries{}, err
 		}
 	}
@@ -139,18 +264,29 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 	return bins, nil
 }
 
-// buildKey names the cache entry: the embedded module files, the Go version
-// and the platform decide what gets built.
-func buildKey(ctx context.Context) (string, error) {
+// versionCacheDir is where one version's binaries are cached:
+// localcluster/<key> under cacheDir.
+func versionCacheDir(ctx context.Context, v Version, cacheDir string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
 	if err != nil {
 		return "", fmt.Errorf("running `go env GOVERSION` (the local control plane is built with the go command): %w", err)
 	}
+	key, err := buildKey(v, string(bytes.TrimSpace(out)))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cacheDir, "localcluster", key), nil
+}
+
+// buildKey names the cache entry: the version's embedded module files and
+// ldflags, the Go version and the platform decide what gets built. Pins of
+// different versions differ, so each version has its own entry.
+func buildKey(v Version, goVersion string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s %s/%s\n", bytes.TrimSpace(out), runtime.GOOS, runtime.GOARCH)
-	for _, u := range buildUnits {
+	fmt.Fprintf(h, "%s %s/%s\n", goVersion, runtime.GOOS, runtime.GOARCH)
+	for _, u := range buildUnits(v) {
 		for _, ext := range []string{".go.mod", ".go.sum"} {
-			data, err := modules.ReadFile("modules/" + u.module + ext)
+			data, err := pins(v, u.module+ext)
 			if err != nil {
 				return "", err
 			}
@@ -161,13 +297,13 @@ func buildKey(ctx context.Context) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-func (u buildUnit) build(ctx context.Context, root, bin string, progress io.Writer) error {
+func (u buildUnit) build(ctx context.Context, v Version, root, bin string, progress io.Writer) error {
 	src := filepath.Join(root, "src", u.module)
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return err
 	}
 	for _, name := range []string{"go.mod", "go.sum"} {
-		data, err := modules.ReadFile("modules/" + u.module + "." + name)
+		data, err := pins(v, u.module+"."+name)
 		if err != nil {
 			return err
 		}

@@ -1,52 +1,179 @@
 package localcluster
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+func TestVersionsAreThePinnedDirectories(t *testing.T) {
+	got, err := Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Version{
+		{Kubernetes: "v1.30.14", Etcd: "v3.5.24"},
+		{Kubernetes: KubernetesVersion, Etcd: EtcdVersion},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Versions() (-want +got):\n%s", diff)
+	}
+}
+
 func TestEmbeddedModulesPinTheVersions(t *testing.T) {
-	for _, tt := range []struct{ module, require string }{
-		{"kube", "k8s.io/kubernetes " + KubernetesVersion},
-		{"etcd", "go.etcd.io/etcd/server/v3 " + EtcdVersion},
-	} {
-		data, err := modules.ReadFile("modules/" + tt.module + ".go.mod")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(data), tt.require) {
-			t.Errorf("modules/%s.go.mod does not require %s", tt.module, tt.require)
-		}
-		sum, err := modules.ReadFile("modules/" + tt.module + ".go.sum")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(sum), tt.require+" h1:") {
-			t.Errorf("modules/%s.go.sum has no hash for %s", tt.module, tt.require)
+	versions, err := Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range versions {
+		for _, tt := range []struct{ module, require string }{
+			{"kube", "k8s.io/kubernetes " + v.Kubernetes},
+			{"etcd", "go.etcd.io/etcd/server/v3 " + v.Etcd},
+		} {
+			data, err := pins(v, tt.module+".go.mod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), tt.require) {
+				t.Errorf("modules/%s/%s.go.mod does not require %s", v.Kubernetes, tt.module, tt.require)
+			}
+			sum, err := pins(v, tt.module+".go.sum")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(sum), tt.require+" h1:") {
+				t.Errorf("modules/%s/%s.go.sum has no hash for %s", v.Kubernetes, tt.module, tt.require)
+			}
 		}
 	}
 }
 
 func TestStagingModulesReplacedAtTheMatchingVersion(t *testing.T) {
-	data, err := modules.ReadFile("modules/kube.go.mod")
+	versions, err := Versions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	staging := "v0." + strings.TrimPrefix(KubernetesVersion, "v1.")
-	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		if lhs, rhs, ok := strings.Cut(line, "=>"); ok {
-			n++
-			want := strings.TrimSpace(lhs) + " " + staging
-			if strings.TrimSpace(rhs) != want {
-				t.Errorf("replace %s => %s, want => %s", strings.TrimSpace(lhs), strings.TrimSpace(rhs), want)
+	for _, v := range versions {
+		data, err := pins(v, "kube.go.mod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		staging := "v0." + strings.TrimPrefix(v.Kubernetes, "v1.")
+		n := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			if lhs, rhs, ok := strings.Cut(line, "=>"); ok {
+				n++
+				want := strings.TrimSpace(lhs) + " " + staging
+				if strings.TrimSpace(rhs) != want {
+					t.Errorf("%s: replace %s => %s, want => %s", v.Kubernetes, strings.TrimSpace(lhs), strings.TrimSpace(rhs), want)
+				}
 			}
 		}
+		if n < 20 {
+			t.Errorf("%s: only %d replace directives: k8s.io/kubernetes needs every staging module replaced", v.Kubernetes, n)
+		}
 	}
-	if n < 20 {
-		t.Errorf("only %d replace directives: k8s.io/kubernetes needs every staging module replaced", n)
+}
+
+func TestSelectedVersion(t *testing.T) {
+	for _, tt := range []struct {
+		env     string
+		want    Version
+		wantErr []string // substrings of the error
+	}{
+		{env: "", want: Version{Kubernetes: KubernetesVersion, Etcd: EtcdVersion}},
+		{env: "v1.30.14", want: Version{Kubernetes: "v1.30.14", Etcd: "v3.5.24"}},
+		{env: " v1.37.2 ", want: Version{Kubernetes: "v1.37.2", Etcd: "v3.6.16"}},
+		{env: "v1.29.0", wantErr: []string{"TEARDOWN_KUBERNETES_VERSION=v1.29.0", `no module pins for Kubernetes "v1.29.0"`, "it builds v1.30.14, v1.37.2", "hack/update-localcluster-modules.sh"}},
+		{env: "1.30.14", wantErr: []string{"TEARDOWN_KUBERNETES_VERSION=1.30.14", "it builds v1.30.14, v1.37.2"}},
+	} {
+		t.Run(tt.env, func(t *testing.T) {
+			t.Setenv(VersionEnv, tt.env)
+			got, err := SelectedVersion()
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("SelectedVersion() = %v, want an error", got)
+				}
+				for _, want := range tt.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("SelectedVersion() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEachVersionIsCachedApart(t *testing.T) {
+	versions, err := Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	seen := map[string]string{}
+	for _, v := range versions {
+		dir, err := versionCacheDir(context.Background(), v, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Dir(dir) != filepath.Join(cache, "localcluster") {
+			t.Errorf("%s is cached in %s, want a directory of %s/localcluster", v.Kubernetes, dir, cache)
+		}
+		if other, ok := seen[dir]; ok {
+			t.Errorf("%s and %s share the cache directory %s", other, v.Kubernetes, dir)
+		}
+		seen[dir] = v.Kubernetes
+		again, err := versionCacheDir(context.Background(), v, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != dir {
+			t.Errorf("%s: cache directory %s, then %s: the key must be stable", v.Kubernetes, dir, again)
+		}
+	}
+}
+
+func TestCacheKeyFollowsPinsGoAndLDFlags(t *testing.T) {
+	v, err := LookupVersion(KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := buildKey(v, "go1.26.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, _ := buildKey(v, "go1.27.3"); other == base {
+		t.Errorf("key %s does not change with the Go version", base)
+	}
+	old, err := LookupVersion("v1.30.14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, _ := buildKey(old, "go1.26.8"); other == base {
+		t.Errorf("v1.30.14 and %s share the key %s", KubernetesVersion, base)
+	}
+}
+
+func TestEnsureBinariesRefusesAnUnknownVersion(t *testing.T) {
+	t.Setenv(VersionEnv, "v1.29.0")
+	cache := t.TempDir()
+	_, err := EnsureBinaries(context.Background(), cache, nil)
+	if err == nil || !strings.Contains(err.Error(), VersionEnv) {
+		t.Fatalf("EnsureBinaries with %s=v1.29.0: err %v, want one naming %s", VersionEnv, err, VersionEnv)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("the cache got %d entries for a version it cannot build", len(entries))
 	}
 }
 

@@ -40,6 +40,10 @@ type Options struct {
 	Dir string
 	// CacheDir holds the built binaries. Empty means DefaultCacheDir().
 	CacheDir string
+	// KubernetesVersion is the version to build and run, one of Versions().
+	// Empty means $TEARDOWN_KUBERNETES_VERSION, else the default
+	// KubernetesVersion.
+	KubernetesVersion string
 	// Controllers run by kube-controller-manager. Empty means DefaultControllers.
 	Controllers []string
 	// Progress receives what a person waiting for the cluster wants to know:
@@ -102,7 +106,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 2 * time.Minute
 	}
-	bins, err := EnsureBinaries(ctx, opts.CacheDir, progress)
+	version, err := SelectedVersion()
+	if opts.KubernetesVersion != "" {
+		version, err = LookupVersion(opts.KubernetesVersion)
+	}
+	if err != nil {
+		return nil, err
+	}
+	bins, err := EnsureVersionBinaries(ctx, version, opts.CacheDir, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +205,7 @@ func (c *Cluster) start(ctx context.Context, bins Binaries, opts Options, progre
 		return err
 	}
 
-	fmt.Fprintf(progress, "localcluster: starting etcd, kube-apiserver and kube-controller-manager %s in %s\n", KubernetesVersion, dir)
+	fmt.Fprintf(progress, "localcluster: starting etcd %s, kube-apiserver and kube-controller-manager %s in %s\n", bins.Version.Etcd, bins.Version.Kubernetes, dir)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
 	if err := c.run("etcd", bins.Etcd, []string{

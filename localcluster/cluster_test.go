@@ -84,8 +84,12 @@ func TestServerReportsPinnedVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.GitVersion != localcluster.KubernetesVersion {
-		t.Errorf("server version %q, want %q", info.GitVersion, localcluster.KubernetesVersion)
+	want, err := localcluster.SelectedVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GitVersion != want.Kubernetes {
+		t.Errorf("server version %q, want %q", info.GitVersion, want.Kubernetes)
 	}
 	if _, err := version.ParseSemantic(info.GitVersion); err != nil {
 		t.Errorf("server version does not parse, so kubectl would reject it: %v", err)
