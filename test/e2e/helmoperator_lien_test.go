@@ -66,17 +66,6 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 		}
 		return apierrors.IsNotFound(err)
 	}
-	refused := func(from int) string {
-		// Kubernetes' own refusals (creating content in a terminating
-		// namespace, which the reconciler tries while it goes) are not
-		// teardown's.
-		for _, s := range []string{"ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "teardown-lien", "teardown.dev"} {
-			if l := op.lineSince(from, s); l != "" {
-				return l
-			}
-		}
-		return ""
-	}
 	t.Cleanup(func() {
 		for _, r := range []string{role, extra} {
 			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), r, metav1.DeleteOptions{})
@@ -84,7 +73,7 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 	})
 
 	for attempt := 1; attempt <= attempts; attempt++ {
-		from := op.logSize()
+		from := op.LogSize()
 		createFoo(t, ns, foo, map[string]any{"greeting": "hello"})
 		op.waitDeployed(t, ns, foo, 1, role)
 		protect(1)
@@ -102,18 +91,18 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 		took := op.deleteNamespace(t, ns)
 		for _, r := range roles {
 			if !roleGone(r) {
-				t.Fatalf("(b) attempt %d: kubectl delete namespace %s: clusterrole/%s is ORPHANED under the lien\noperator: %s", attempt, ns, r, op.lineSince(from, "Release not found"))
+				t.Fatalf("(b) attempt %d: kubectl delete namespace %s: clusterrole/%s is ORPHANED under the lien\noperator: %s", attempt, ns, r, op.LineSince(from, "Release not found"))
 			}
 		}
-		if l := refused(from); l != "" {
+		if l := op.Refused(from); l != "" {
 			t.Errorf("(e) attempt %d: the operator's log holds a refused request: %s", attempt, l)
 		}
 		t.Logf("(b) with teardown, attempt %d: kubectl delete namespace %s: gone after %s; uninstalled %s, nothing orphaned\noperator: %s",
-			attempt, ns, took.Round(10*time.Millisecond), strings.Join(roles, ", "), op.lineSince(from, "Release uninstalled"))
+			attempt, ns, took.Round(10*time.Millisecond), strings.Join(roles, ", "), op.LineSince(from, "Release uninstalled"))
 	}
 
 	// (d) the Foo alone.
-	from := op.logSize()
+	from := op.LogSize()
 	createFoo(t, ns, foo, map[string]any{"greeting": "hello"})
 	op.waitDeployed(t, ns, foo, 1, role)
 	protect(1)
@@ -127,10 +116,10 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 		rs, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
 		return err == nil && len(rs.Items) == 0 && roleGone(role), err
 	})
-	if l := refused(from); l != "" {
+	if l := op.Refused(from); l != "" {
 		t.Errorf("(e) deleting the Foo alone: the operator's log holds a refused request: %s", l)
 	}
-	if l := op.lineSince(from, "Release uninstalled"); l == "" {
+	if l := op.LineSince(from, "Release uninstalled"); l == "" {
 		t.Errorf("(d) deleting the Foo alone: the operator's log does not say it uninstalled the release")
 	}
 }

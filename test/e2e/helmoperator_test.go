@@ -4,12 +4,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
+
+	"github.com/teardown-dev/teardown/internal/helmoperator"
+	"github.com/teardown-dev/teardown/localcluster"
 )
 
 // helmOperatorDir is the module of the example operator built on the
@@ -62,7 +60,7 @@ func TestHelmOperatorNamespaceDeletionOrphans(t *testing.T) {
 	})
 
 	for attempt := 1; attempt <= attemptsForTheRace; attempt++ {
-		from := op.logSize()
+		from := op.LogSize()
 		createFoo(t, ns, foo, map[string]any{"greeting": "hello"})
 		op.waitDeployed(t, ns, foo, 1, role)
 		took := op.deleteNamespace(t, ns)
@@ -75,48 +73,38 @@ func TestHelmOperatorNamespaceDeletionOrphans(t *testing.T) {
 		}
 		orphaned := err == nil
 		gone := took.Round(10 * time.Millisecond)
-		notFound := op.lineSince(from, "Release not found, removing finalizer")
-		uninstalled := op.lineSince(from, "Release uninstalled")
-		failed := op.lineSince(from, "uninstallation completed with")
-		switch {
-		case orphaned && notFound != "" && uninstalled == "" && failed == "":
+		ending, line, err := op.EndingSince(from, orphaned)
+		if err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		switch ending {
+		case helmoperator.ReleaseNotFound:
 			t.Logf("(a) without teardown, attempt %d: kubectl delete namespace %s: gone after %s; clusterrole/%s is ORPHANED\noperator: %s",
-				attempt, ns, gone, role, notFound)
+				attempt, ns, gone, role, line)
 			return
-		case orphaned:
-			t.Fatalf("attempt %d: clusterrole/%s is orphaned, but the operator's log does not say only \"Release not found, removing finalizer\": %q, %q, %q",
-				attempt, role, notFound, uninstalled, failed)
-		case uninstalled != "":
+		case helmoperator.Uninstalled:
 			t.Logf("(a) without teardown, attempt %d: kubectl delete namespace %s: gone after %s; clusterrole/%s was uninstalled: the reconciler read the release record before the namespace controller deleted it\noperator: %s",
-				attempt, ns, gone, role, uninstalled)
-		case failed != "":
-			t.Logf("(a) without teardown, attempt %d: kubectl delete namespace %s: gone after %s; clusterrole/%s was uninstalled, and the namespace controller deleted the release record under Helm's uninstall\noperator: %s",
-				attempt, ns, gone, role, failed)
-		default:
-			t.Fatalf("attempt %d: clusterrole/%s was deleted, but the operator's log says neither \"Release uninstalled\" nor \"uninstallation completed with\"", attempt, role)
+				attempt, ns, gone, role, line)
+		case helmoperator.UninstalledUnderDelete:
+			t.Logf("(a) without teardown, attempt %d: kubectl delete namespace %s: gone after %s; clusterrole/%s was uninstalled, and the namespace controller deleted the release record under Helm's purge\noperator: %s",
+				attempt, ns, gone, role, line)
 		}
 	}
 	t.Errorf("in %d attempts, deleting namespace %s never orphaned clusterrole/%s", attemptsForTheRace, ns, role)
 }
 
-// buildHelmOperator builds examples/helm-operator in its own module and
-// returns the binary's path.
+// buildHelmOperator builds examples/helm-operator in its own module (cached)
+// and returns the binary's path.
 func buildHelmOperator(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(helmOperatorDir)
+	cache, err := localcluster.DefaultCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "helm-operator")
-	fmt.Fprintln(os.Stderr, "e2e: building examples/helm-operator (a cold build downloads and compiles helm and helm-operator-plugins: minutes)")
-	started := time.Now()
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/helm-operator: %v\n%s", err, out)
+	bin, err := helmoperator.Build(context.Background(), helmOperatorDir, cache, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "e2e: built examples/helm-operator in %s\n", time.Since(started).Round(time.Second))
 	return bin
 }
 
@@ -125,23 +113,19 @@ func buildHelmOperator(t *testing.T) string {
 func installFooCRD(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join(helmOperatorDir, "config", "crd.yaml"))
+	crd, err := helmoperator.CRD(helmOperatorDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
-		t.Fatalf("decoding config/crd.yaml: %v", err)
-	}
 	crds := apiextensions.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, &crd, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		// Another scenario of the package installed its schemaless Foo.
 		old, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		crd.ResourceVersion = old.ResourceVersion
-		if _, err := crds.Update(ctx, &crd, metav1.UpdateOptions{}); err != nil {
+		if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("replacing CRD %s: %v", crd.Name, err)
 		}
 	} else if err != nil {
@@ -213,12 +197,10 @@ func createFoo(t *testing.T, ns, name string, spec map[string]any) {
 	}
 }
 
-// helmOperator is the example operator running as a process with the
-// admin's kubeconfig, its stdout and stderr in one log file.
+// helmOperator is the example operator running as a process, failing
+// the test where the process's methods return errors.
 type helmOperator struct {
-	logPath string
-	exited  chan struct{}
-	waitErr error // set before exited closes
+	*helmoperator.Process
 }
 
 // startHelmOperator runs bin against the package's control plane and stops
@@ -231,74 +213,25 @@ func startHelmOperator(t *testing.T, bin string) *helmOperator {
 // startHelmOperatorWith runs bin with the given kubeconfig.
 func startHelmOperatorWith(t *testing.T, bin, kubeconfig string) *helmOperator {
 	t.Helper()
-	dir := t.TempDir()
-	op := &helmOperator{logPath: filepath.Join(dir, "operator.log"), exited: make(chan struct{})}
-	logFile, err := os.Create(op.logPath)
+	p, err := helmoperator.Start(bin, kubeconfig, filepath.Join(t.TempDir(), "operator.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the helm operator: %v", err)
-	}
-	go func() {
-		op.waitErr = cmd.Wait()
-		_ = logFile.Close()
-		close(op.exited)
-	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-op.exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-op.exited
-		}
+		p.Stop()
 		if t.Failed() {
-			t.Logf("the helm operator's log:\n%s", op.log())
+			t.Logf("the helm operator's log:\n%s", p.Log())
 		}
 	})
-	return op
-}
-
-// log returns everything the operator printed so far.
-func (op *helmOperator) log() string {
-	data, err := os.ReadFile(op.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	return string(data)
-}
-
-// logSize is how many bytes the operator has printed so far.
-func (op *helmOperator) logSize() int { return len(op.log()) }
-
-// lineSince returns the first line of the operator's log after its first
-// from bytes that contains s, or "".
-func (op *helmOperator) lineSince(from int, s string) string {
-	for l := range strings.Lines(op.log()[from:]) {
-		if strings.Contains(l, s) {
-			return strings.TrimSpace(l)
-		}
-	}
-	return ""
+	return &helmOperator{p}
 }
 
 // poll waits up to timeout for cond, failing the test at once if the
 // operator exits meanwhile.
 func (op *helmOperator) poll(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-op.exited:
-			return false, fmt.Errorf("the helm operator exited: %w", op.waitErr)
-		default:
-		}
-		return cond(ctx)
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
+	if err := op.Poll(context.Background(), timeout, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -322,15 +255,7 @@ func (op *helmOperator) deleteNamespace(t *testing.T, ns string) time.Duration {
 // as deployed and the release's ClusterRoles exist.
 func (op *helmOperator) waitDeployed(t *testing.T, ns, name string, revision int, roles ...string) {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	record := fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, revision)
-	op.poll(t, 2*time.Minute, "secret/"+record+" to say deployed", func(ctx context.Context) (bool, error) {
-		s, err := kube.CoreV1().Secrets(ns).Get(ctx, record, metav1.GetOptions{})
-		return err == nil && s.Labels["status"] == "deployed", nil
-	})
-	for _, role := range roles {
-		if _, err := kube.RbacV1().ClusterRoles().Get(context.Background(), role, metav1.GetOptions{}); err != nil {
-			t.Fatalf("release %s/%s is deployed, but clusterrole/%s: %v", ns, name, role, err)
-		}
+	if err := op.WaitDeployed(context.Background(), kubernetes.NewForConfigOrDie(cfg), ns, name, revision, roles...); err != nil {
+		t.Fatal(err)
 	}
 }

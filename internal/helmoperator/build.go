@@ -1,0 +1,217 @@
+// Package helmoperator builds and runs examples/helm-operator, the minimal
+// Helm operator on the real helm-operator-plugins reconciler, as a process
+// against a cluster: `teardown demo` replays seed 003's namespace race with
+// it, and the e2e tests assert what it does under teardown.
+package helmoperator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// SourceDir is where the operator's module is in the teardown repository.
+const SourceDir = "examples/helm-operator"
+
+// modulePath is the operator module's path, to recognise its go.mod.
+const modulePath = "github.com/teardown-dev/teardown/examples/helm-operator"
+
+// FindSource returns the operator's module directory: SourceDir under the
+// working directory or the nearest of its parents that has it.
+func FindSource() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding %s: %w", SourceDir, err)
+	}
+	for {
+		src := filepath.Join(dir, SourceDir)
+		if data, err := os.ReadFile(filepath.Join(src, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
+			return src, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no %s in the working directory or its parents: the operator is built from its source, so run inside a clone of the teardown repository", SourceDir)
+		}
+		dir = parent
+	}
+}
+
+// CRD reads the operator's Foo CRD from src/config/crd.yaml.
+func CRD(src string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := os.ReadFile(filepath.Join(src, "config", "crd.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the Foo CRD: %w", err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", filepath.Join(src, "config", "crd.yaml"), err)
+	}
+	return &crd, nil
+}
+
+// Build returns the operator binary built from the module in src, cached
+// under cacheDir by what goes into it (the module's go.mod, go.sum, Go
+// files and chart, the Go version and the platform): the first build
+// downloads and compiles helm and helm-operator-plugins (about 11 minutes
+// on two cores), every later call with the same source returns at once.
+// Builds are serialized across processes by a lock file. Progress goes to
+// progress.
+func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	key, err := buildKey(ctx, src)
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(cacheDir, "helm-operator", key)
+	bin := filepath.Join(root, "helm-operator")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("creating the helm operator's cache: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(root, "build.lock"), progress)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil { // another process built it while we waited
+		return bin, nil
+	}
+
+	tmp := bin + ".tmp"
+	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", tmp, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", err
+	}
+	started := time.Now()
+	fmt.Fprintf(progress, "helm-operator: building %s into %s (once; a cold build downloads and compiles helm and helm-operator-plugins: about 11 minutes on two cores)\n", SourceDir, root)
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting go build for %s: %w", SourceDir, err)
+	}
+	var compiled atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				fmt.Fprintf(progress, "helm-operator: building: %d packages compiled, %s elapsed\n", compiled.Load(), time.Since(started).Round(time.Second))
+			}
+		}
+	}()
+	var log bytes.Buffer
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if line := sc.Text(); strings.Contains(line, " ") {
+			log.WriteString(line + "\n")
+		} else { // `go build -v` names each package it compiles
+			compiled.Add(1)
+		}
+	}
+	err = cmd.Wait()
+	close(done)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("building %s: %w\n%s", SourceDir, err, log.String())
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", fmt.Errorf("installing the helm operator: %w", err)
+	}
+	fmt.Fprintf(progress, "helm-operator: built in %s\n", time.Since(started).Round(time.Second))
+	return bin, nil
+}
+
+// buildKey names the cache entry: the Go version, the platform, and every
+// file of the module that goes into the binary.
+func buildKey(ctx context.Context, src string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", fmt.Errorf("running `go env GOVERSION` (the helm operator is built with the go command): %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s/%s\n", bytes.TrimSpace(out), runtime.GOOS, runtime.GOARCH)
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		inBinary := rel == "go.mod" || rel == "go.sum" || rel == "chart" || strings.HasPrefix(rel, "chart"+string(filepath.Separator)) ||
+			(filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".go"))
+		switch {
+		case d.IsDir() && rel != "." && !inBinary:
+			return filepath.SkipDir
+		case d.IsDir() || !inBinary:
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", src, err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// lockFile takes an exclusive lock on path, waiting for another process
+// that holds it, and returns how to let go of it.
+func lockFile(ctx context.Context, path string, progress io.Writer) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the build lock: %w", err)
+	}
+	unlock := func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil {
+		return unlock, nil
+	}
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	fmt.Fprintln(progress, "helm-operator: another process is building it; waiting for it")
+	for {
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			return unlock, nil
+		}
+	}
+}
