@@ -53,8 +53,11 @@ type Env struct {
 	Kube       kubernetes.Interface
 	Dynamic    dynamic.Interface
 	Extensions apiextensions.Interface
-	out        io.Writer
-	step       int
+	// Progress is where slow preparations (building examples/helm-operator
+	// the first time) report how far they are; nil shows nothing.
+	Progress io.Writer
+	out      io.Writer
+	step     int
 }
 
 // NewEnv connects the clients a scenario uses.

@@ -4,244 +4,310 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/helmoperator"
+	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
-// helmFinalizer is the finalizer of the demo's Helm-based operator.
-const helmFinalizer = "example.com/uninstall-helm-release"
+// triesForTheRace bounds the tries without teardown. The namespace
+// controller deletes a namespace's resource types in random order, and
+// deletes the release record before the reconciler reads it in about 7
+// tries in 10; 8 tries that all go the operator's way are about 1 in
+// 15,000.
+const triesForTheRace = 8
 
-// helmOperator is the helm-operator of the seed thread, reduced to its
-// delete path: a second after a Foo starts deleting, it reads the release
-// record and deletes the cluster-scoped objects listed there, then removes
-// its finalizer. Without the record it does what the real one does: logs
-// "release not found" and removes the finalizer, forgetting the rest.
-type helmOperator struct {
-	e   *Env
-	ns  string
-	mu  sync.Mutex
-	log []string
-}
+// triesWithTeardown is how often the protected namespace is deleted: the
+// race, won every time.
+const triesWithTeardown = 3
 
-func (op *helmOperator) logf(format string, args ...any) {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	op.log = append(op.log, fmt.Sprintf(format, args...))
-}
+// operatorUser is who the Helm operator acts as: not the user teardown's
+// controller runs as, so the lien policies trust it no more than they
+// trust any operator's service account.
+const operatorUser = "helm-operator"
 
-// lines returns and clears what the operator logged.
-func (op *helmOperator) lines() []string {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	l := op.log
-	op.log = nil
-	return l
-}
-
-func (op *helmOperator) run(ctx context.Context) {
-	handled := map[string]bool{}
-	for ctx.Err() == nil {
-		list, err := op.e.Dynamic.Resource(fooGVR).Namespace(op.ns).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for i := range list.Items {
-				cr := &list.Items[i]
-				if cr.GetDeletionTimestamp() == nil || handled[string(cr.GetUID())] || !slices.Contains(cr.GetFinalizers(), helmFinalizer) {
-					continue
-				}
-				handled[string(cr.GetUID())] = true
-				go op.uninstall(ctx, cr)
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (op *helmOperator) uninstall(ctx context.Context, cr *unstructured.Unstructured) {
-	time.Sleep(time.Second)
-	release, err := op.e.Kube.CoreV1().Secrets(op.ns).Get(ctx, releaseName(cr.GetName()), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		op.logf("helm operator: Release not found, removing finalizer (foo/%s)", cr.GetName())
-	case err != nil:
-		op.logf("helm operator: reading the release: %v", err)
-	default:
-		var rendered []string
-		_ = json.Unmarshal(release.Data["clusterroles"], &rendered)
-		for _, name := range rendered {
-			if err := op.e.Kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
-				op.logf("helm operator: uninstalled clusterrole/%s using the release record", name)
-			}
-		}
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"finalizers":null,"resourceVersion":%q}}`, cr.GetResourceVersion())
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		cur, err := op.e.Dynamic.Resource(fooGVR).Namespace(op.ns).Get(ctx, cr.GetName(), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, nil
-		}
-		patch = fmt.Appendf(nil, `{"metadata":{"finalizers":null,"resourceVersion":%q}}`, cur.GetResourceVersion())
-		_, err = op.e.Dynamic.Resource(fooGVR).Namespace(op.ns).Patch(ctx, cr.GetName(), "application/merge-patch+json", patch, metav1.PatchOptions{})
-		return err == nil, nil
-	})
-}
-
-func releaseName(foo string) string { return "sh.helm.release.v1." + foo + ".v1" }
-
-// installFoo creates what the user and the operator create: namespace ns,
-// foo/myfoo with the operator's finalizer, the release record listing the
-// cluster-scoped ClusterRole, and that ClusterRole.
-func (e *Env) installFoo(ctx context.Context, ns, foo, role string) error {
-	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", ns, err)
-	}
-	cr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Foo"}}
-	cr.SetName(foo)
-	cr.SetFinalizers([]string{helmFinalizer})
-	if _, err := e.Dynamic.Resource(fooGVR).Namespace(ns).Create(ctx, cr, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating foo %s/%s: %w", ns, foo, err)
-	}
-	rendered, _ := json.Marshal([]string{role})
-	if _, err := e.Kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: releaseName(foo), Labels: map[string]string{"owner": "helm", "name": foo}},
-		Type:       "helm.sh/release.v1",
-		Data:       map[string][]byte{"clusterroles": rendered},
-	}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the release record: %w", err)
-	}
-	_, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
-		Name:        role,
-		Annotations: map[string]string{"meta.helm.sh/release-name": foo, "meta.helm.sh/release-namespace": ns},
-		Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm"},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("creating clusterrole %s: %w", role, err)
-	}
-	return nil
-}
-
-// deniedDelete returns the message of the first Secret DELETE that the
-// namespace controller was refused in ns, from the namespace's condition.
-func (e *Env) deniedDelete(ctx context.Context, ns string) string {
-	var msg string
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := e.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if err != nil {
-			return apierrors.IsNotFound(err), nil
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue {
-				msg = c.Message
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return msg
-}
-
-// namespaceOrphansClusterScoped is problem 1: a Helm-based operator's CR
-// and release record live in a namespace; the cluster-scoped objects of the
-// release cannot be owned by the CR; deleting the namespace removes the
-// record before the CR's finalizer reads it. Then the same with teardown: a
-// Lien keeps the record while the CR exists.
+// namespaceOrphansClusterScoped is problem 1 (seed 003): the real Helm
+// operator of examples/helm-operator, on the upstream helm-operator-plugins
+// reconciler, installs each Foo as a Helm release whose chart renders a
+// cluster-scoped ClusterRole, which no owner reference can tie to the Foo.
+// Deleting the Foo's namespace deletes the release record before the Foo's
+// finalizer reads it, so the reconciler removes its finalizer and the
+// ClusterRole is orphaned. Then the same with teardown: the release's
+// records are kept, by a Defer lien held by the Foo, until the Foo is gone.
 var namespaceOrphansClusterScoped = Scenario{
 	Name:  "namespace-orphans-cluster-scoped",
 	Title: "Deleting a namespace orphans the cluster-scoped objects its operator created",
 	Run: func(ctx context.Context, e *Env) (Outcome, error) {
 		const ns, foo = "foohome", "myfoo"
 		role := ns + "-" + foo + "-foo"
-		if err := e.ensureFooCRD(ctx); err != nil {
-			return Outcome{}, err
-		}
-		opCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		op := &helmOperator{e: e, ns: ns}
-		go op.run(opCtx)
-		var out Outcome
-
-		// Without teardown.
-		if err := e.installFoo(ctx, ns, foo, role); err != nil {
-			return Outcome{}, err
-		}
-		e.say("namespace %s holds foo/%s (finalizer %s) and its release record secret/%s\nthe release rendered clusterrole/%s: cluster-scoped, so no ownerReference can tie it to foo/%s", ns, foo, helmFinalizer, releaseName(foo), role, foo)
-		took, err := e.deleteNamespace(ctx, ns, 2*time.Minute)
+		op, err := e.startHelmOperator(ctx)
 		if err != nil {
 			return Outcome{}, err
 		}
-		e.say("kubectl delete namespace %s: gone after %s\n%s", ns, took.Round(100*time.Millisecond), strings.Join(op.lines(), "\n"))
-		if _, err := e.Kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err == nil {
-			out.LeftWithout = append(out.LeftWithout, "clusterrole/"+role)
-			_, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}}, metav1.CreateOptions{})
-			e.say("clusterrole/%s is still there and nothing will ever delete it\nre-installing myfoo fails: %v", role, err)
-			_ = e.Kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{})
-		} else {
-			e.say("clusterrole/%s was uninstalled this time: the race went the operator's way", role)
+		defer op.stop()
+		e.say("examples/helm-operator runs as a process, as user %s: the reconciler of helm-operator-plugins v0.8.0, unchanged\neach Foo is a Helm release whose chart renders configmap/<foo>-foo in the Foo's namespace and clusterrole/<namespace>-<foo>-foo", operatorUser)
+		var out Outcome
+
+		// Without teardown: the race, until the namespace controller wins it.
+		orphanedOn := 0
+		for try := 1; try <= triesForTheRace && orphanedOn == 0; try++ {
+			r, err := op.try(ctx, ns, foo, role, nil)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("try %d without teardown: %w", try, err)
+			}
+			if try == 1 {
+				e.say("namespace %s holds foo/%s (finalizer %s) and its release record secret/%s\nthe release rendered clusterrole/%s: cluster-scoped, so no ownerReference can tie it to foo/%s\nthe namespace controller deletes resource types in random order: the race is repeated, up to %d tries, until it orphans", ns, foo, helmoperator.Finalizer, helmoperator.Record(foo, 1), role, foo, triesForTheRace)
+			}
+			switch r.ending {
+			case helmoperator.ReleaseNotFound:
+				orphanedOn = try
+				out.LeftWithout = append(out.LeftWithout, "clusterrole/"+role)
+				e.say("try %d: kubectl delete namespace %s: gone after %s; the release record went first\nhelm operator: %s\nclusterrole/%s is still there, and nothing will ever delete it: the record that listed it is gone", try, ns, r.took, r.line, role)
+				if err := e.Kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{}); err != nil {
+					return Outcome{}, fmt.Errorf("cleaning up the orphaned clusterrole/%s: %w", role, err)
+				}
+			case helmoperator.Uninstalled:
+				e.say("try %d: kubectl delete namespace %s: gone after %s; the operator read the release record first and uninstalled clusterrole/%s\nhelm operator: %s", try, ns, r.took, role, r.line)
+			case helmoperator.UninstalledUnderDelete:
+				e.say("try %d: kubectl delete namespace %s: gone after %s; the operator uninstalled clusterrole/%s, the record went under Helm's purge\nhelm operator: %s", try, ns, r.took, role, r.line)
+			}
+		}
+		without := fmt.Sprintf("ORPHANED %s (on try %d of at most %d: a race)", strings.Join(out.LeftWithout, ", "), orphanedOn, triesForTheRace)
+		if orphanedOn == 0 {
+			without = fmt.Sprintf("nothing orphaned in %d tries: the operator won the race every time", triesForTheRace)
 		}
 
 		// With teardown.
 		if err := e.StartTeardown(ctx); err != nil {
 			return Outcome{}, err
 		}
-		if err := e.installFoo(ctx, ns, foo, role); err != nil {
+		k, err := e.client()
+		if err != nil {
 			return Outcome{}, err
 		}
-		l := &v1alpha1.Lien{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Lien"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-release"},
-			Spec: v1alpha1.LienSpec{
-				Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret", Name: releaseName(foo)}},
-				HeldBy:  []v1alpha1.LienTarget{{APIVersion: "example.com/v1", Kind: "Foo", Name: foo}},
-				Reason:  "release record needed to uninstall " + foo + " cleanly",
-			},
+		var protectedBy string
+		protect := func(ctx context.Context, cr *unstructured.Unstructured) error {
+			l, err := lien.ProtectHelmRelease(ctx, k, ns, foo, cr, "release records needed to uninstall "+foo)
+			if err != nil {
+				return fmt.Errorf("protecting release %s/%s: %w", ns, foo, err)
+			}
+			protectedBy = l.GetName()
+			return op.Poll(ctx, time.Minute, "every record of release "+foo+" protected", func(ctx context.Context) (bool, error) {
+				rs, err := e.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
+				if err != nil || len(rs.Items) == 0 {
+					return false, err
+				}
+				return !slices.ContainsFunc(rs.Items, func(s corev1.Secret) bool { return s.Labels[lien.Label] != lien.LabelDefer }), nil
+			})
 		}
-		if err := e.createTyped(ctx, l); err != nil {
-			return Outcome{}, fmt.Errorf("creating lien %s/%s: %w", ns, l.Name, err)
+		uninstalled := 0
+		for try := 1; try <= triesWithTeardown && len(out.Left) == 0; try++ {
+			from := op.LogSize()
+			r, err := op.try(ctx, ns, foo, role, protect)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("try %d with teardown: %w", try, err)
+			}
+			if try == 1 {
+				e.say("teardown installed; for each Foo, lien.ProtectHelmRelease (what the operator would call) made lien %s/%s: it keeps every record of release %s while foo/%s exists\nDefer: the namespace controller's and Helm's DELETEs of the records are accepted, the records stay until foo/%s is gone", ns, protectedBy, foo, foo, foo)
+			}
+			if r.ending == helmoperator.ReleaseNotFound {
+				out.Left = append(out.Left, "clusterrole/"+role)
+				e.say("try %d: kubectl delete namespace %s: gone after %s; clusterrole/%s is ORPHANED under the lien\nhelm operator: %s", try, ns, r.took, role, r.line)
+				if err := e.Kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{}); err != nil {
+					return Outcome{}, fmt.Errorf("cleaning up the orphaned clusterrole/%s: %w", role, err)
+				}
+				break
+			}
+			uninstalled++
+			detail := ""
+			if l := op.Refused(from); l != "" {
+				detail = "\nrefused by teardown: " + shorten(l, 220)
+			}
+			e.say("try %d: kubectl delete namespace %s: gone after %s; the operator uninstalled clusterrole/%s, then foo/%s went and the lien released the records\nhelm operator: %s%s", try, ns, r.took, role, foo, r.line, detail)
 		}
-		if err := e.waitLabel(ctx, ns, releaseName(foo)); err != nil {
-			return Outcome{}, err
+		with := leftOrClean(out.Left)
+		if len(out.Left) == 0 {
+			with = fmt.Sprintf("nothing left behind (%d of %d tries)", uninstalled, triesWithTeardown)
 		}
-		e.say("teardown installed; lien %s/keep-release protects secret/%s while foo/%s exists", ns, releaseName(foo), foo)
-		started := time.Now()
-		if err := e.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-			return Outcome{}, err
-		}
-		if msg := e.deniedDelete(ctx, ns); msg != "" {
-			e.say("kubectl delete namespace %s: the namespace controller's DELETE of the record is refused in kube-apiserver:\n%s", ns, shorten(msg, 220))
-		}
-		if _, err := e.deleteNamespace(ctx, ns, 2*time.Minute); err != nil && !apierrors.IsNotFound(err) {
-			return Outcome{}, err
-		}
-		e.say("%s\nfoo/%s gone, lien released, namespace %s gone after %s", strings.Join(op.lines(), "\n"), foo, ns, time.Since(started).Round(100*time.Millisecond))
-		if _, err := e.Kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err == nil {
-			out.Left = append(out.Left, "clusterrole/"+role)
-			_ = e.Kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{})
-		}
-		out.Summary = fmt.Sprintf("without teardown: ORPHANED %s; with teardown: %s", orNothing(out.LeftWithout), leftOrClean(out.Left))
+		out.Summary = "without teardown: " + without + "; with teardown: " + with
 		return out, nil
 	},
 }
 
-// waitLabel waits until the lien controller has labelled secret ns/name.
-func (e *Env) waitLabel(ctx context.Context, ns, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		s, err := e.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && s.Labels[lien.Label] == lien.LabelDeny, nil
-	})
+// helmOperatorRun is examples/helm-operator running for one scenario.
+type helmOperatorRun struct {
+	*helmoperator.Process
+	e   *Env
+	dir string
+}
+
+// startHelmOperator builds examples/helm-operator, found in the working
+// directory or a parent (cached after the first time), installs its Foo CRD in place of the demo's schemaless one, and
+// runs it as a process acting as operatorUser.
+func (e *Env) startHelmOperator(ctx context.Context) (*helmOperatorRun, error) {
+	src, err := helmoperator.FindSource()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := localcluster.DefaultCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := helmoperator.Build(ctx, src, cache, e.Progress)
+	if err != nil {
+		return nil, err
+	}
+	crd, err := helmoperator.CRD(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.replaceCRD(ctx, crd); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "teardown-demo-helm-operator-")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	as := rest.ImpersonationConfig{UserName: operatorUser, Groups: []string{"system:masters"}}
+	if err := helmoperator.WriteKubeconfig(e.Config, as, kubeconfig); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	p, err := helmoperator.Start(bin, kubeconfig, filepath.Join(dir, "operator.log"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &helmOperatorRun{Process: p, e: e, dir: dir}, nil
+}
+
+// stop ends the operator and removes its kubeconfig and log.
+func (op *helmOperatorRun) stop() {
+	op.Stop()
+	_ = os.RemoveAll(op.dir)
+}
+
+// raceResult is how one namespace deletion ended.
+type raceResult struct {
+	ending helmoperator.Ending
+	line   string // the operator's log line that says so
+	took   time.Duration
+}
+
+// try creates namespace ns and foo/foo in it, waits until the operator
+// has installed the release, calls protect (when not nil) with the Foo,
+// deletes the namespace as `kubectl delete namespace` does and waits until
+// it is gone, and reads how the operator ended the release.
+func (op *helmOperatorRun) try(ctx context.Context, ns, foo, role string, protect func(context.Context, *unstructured.Unstructured) error) (raceResult, error) {
+	e := op.e
+	from := op.LogSize()
+	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return raceResult{}, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	cr, err := e.Dynamic.Resource(fooGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Foo",
+		"metadata": map[string]any{"name": foo},
+		"spec":     map[string]any{"greeting": "hello"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return raceResult{}, fmt.Errorf("creating foo %s/%s: %w", ns, foo, err)
+	}
+	if err := op.WaitDeployed(ctx, e.Kube, ns, foo, 1, role); err != nil {
+		return raceResult{}, err
+	}
+	if protect != nil {
+		if err := protect(ctx, cr); err != nil {
+			return raceResult{}, err
+		}
+	}
+	took, err := e.deleteNamespace(ctx, ns, 3*time.Minute)
+	if err != nil {
+		return raceResult{}, err
+	}
+	// The Foo's finalizer held the namespace until the reconciler was done
+	// with it, so what is left now stays left.
+	_, err = e.Kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return raceResult{}, fmt.Errorf("reading clusterrole/%s: %w", role, err)
+	}
+	ending, line, err := op.EndingSince(from, err == nil)
+	if err != nil {
+		return raceResult{}, err
+	}
+	return raceResult{ending: ending, line: logMessage(line), took: took.Round(100 * time.Millisecond)}, nil
+}
+
+// logMessage is one of the operator's log lines (TIME LEVEL [LOGGER]
+// MESSAGE [FIELDS], tab-separated) as a person reads it: the message, the
+// error it carries, and the logger.
+func logMessage(line string) string {
+	f := strings.Split(line, "\t")
+	var fields struct {
+		Error string `json:"error"`
+	}
+	if last := f[len(f)-1]; strings.HasPrefix(last, "{") && json.Unmarshal([]byte(last), &fields) == nil {
+		f = f[:len(f)-1]
+	}
+	if len(f) < 3 {
+		return line
+	}
+	msg := f[len(f)-1]
+	if fields.Error != "" {
+		msg += ": " + fields.Error
+	}
+	if len(f) == 4 {
+		msg += " (" + f[2] + ")"
+	}
+	return msg
+}
+
+// replaceCRD creates crd, or replaces the one of that name, and waits until
+// it serves.
+func (e *Env) replaceCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	crds := e.Extensions.ApiextensionsV1().CustomResourceDefinitions()
+	_, err := crds.Create(ctx, crd, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		old, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+		}
+		crd.ResourceVersion = old.ResourceVersion
+		if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("replacing CRD %s: %w", crd.Name, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	return e.ensureCRD(ctx, crd, fooGVR)
+}
+
+// client is a controller-runtime client as the demo's user, for the
+// library calls an operator makes.
+func (e *Env) client() (client.Client, error) {
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	k, err := client.New(e.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting a client: %w", err)
+	}
+	return k, nil
 }
 
 func leftOrClean(left []string) string {

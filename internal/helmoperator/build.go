@@ -156,27 +156,29 @@ func buildKey(ctx context.Context, src string) (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s/%s\n", bytes.TrimSpace(out), runtime.GOOS, runtime.GOARCH)
-	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", src, err)
+	}
+	defer root.Close()
+	files := root.FS()
+	err = fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		inBinary := rel == "go.mod" || rel == "go.sum" || rel == "chart" || strings.HasPrefix(rel, "chart"+string(filepath.Separator)) ||
-			(filepath.Dir(rel) == "." && strings.HasSuffix(rel, ".go"))
+		inBinary := path == "go.mod" || path == "go.sum" || path == "chart" || strings.HasPrefix(path, "chart/") ||
+			(!strings.Contains(path, "/") && strings.HasSuffix(path, ".go"))
 		switch {
-		case d.IsDir() && rel != "." && !inBinary:
-			return filepath.SkipDir
+		case d.IsDir() && path != "." && !inBinary:
+			return fs.SkipDir
 		case d.IsDir() || !inBinary:
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		data, err := fs.ReadFile(files, path)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(data))
+		fmt.Fprintf(h, "%s %d\n", path, len(data))
 		h.Write(data)
 		return nil
 	})

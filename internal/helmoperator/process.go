@@ -144,14 +144,14 @@ func Record(release string, revision int) string {
 type Ending int
 
 const (
-	// ReleaseNotFound: the namespace controller deleted the release record
-	// first; the reconciler removed its finalizer and uninstalled nothing.
+	// ReleaseNotFound is the namespace controller deleting the release
+	// record first: the reconciler removed its finalizer and uninstalled nothing.
 	ReleaseNotFound Ending = iota + 1
-	// Uninstalled: the reconciler read the record before the namespace
-	// controller deleted it, and uninstalled the release.
+	// Uninstalled is the reconciler reading the record before the
+	// namespace controller deleted it, and uninstalling the release.
 	Uninstalled
-	// UninstalledUnderDelete: the reconciler uninstalled the release and
-	// the namespace controller deleted the record under Helm's purge.
+	// UninstalledUnderDelete is the reconciler uninstalling the release
+	// and the namespace controller deleting the record under Helm's purge.
 	UninstalledUnderDelete
 )
 

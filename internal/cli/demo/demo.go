@@ -41,6 +41,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, out, errOut io.Writer) *co
 			if err != nil {
 				return err
 			}
+			env.Progress = errOut
 			_, err = demo.Run(ctx, env)
 			return err
 		},
