@@ -17,6 +17,7 @@ func TestVersionsAreThePinnedDirectories(t *testing.T) {
 	}
 	want := []Version{
 		{Kubernetes: "v1.30.14", Etcd: "v3.5.24"},
+		{Kubernetes: "v1.35.4", Etcd: "v3.6.16"},
 		{Kubernetes: KubernetesVersion, Etcd: EtcdVersion},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -88,8 +89,8 @@ func TestSelectedVersion(t *testing.T) {
 		{env: "", want: Version{Kubernetes: KubernetesVersion, Etcd: EtcdVersion}},
 		{env: "v1.30.14", want: Version{Kubernetes: "v1.30.14", Etcd: "v3.5.24"}},
 		{env: " v1.37.2 ", want: Version{Kubernetes: "v1.37.2", Etcd: "v3.6.16"}},
-		{env: "v1.29.0", wantErr: []string{"TEARDOWN_KUBERNETES_VERSION=v1.29.0", `no module pins for Kubernetes "v1.29.0"`, "it builds v1.30.14, v1.37.2", "hack/update-localcluster-modules.sh"}},
-		{env: "1.30.14", wantErr: []string{"TEARDOWN_KUBERNETES_VERSION=1.30.14", "it builds v1.30.14, v1.37.2"}},
+		{env: "v1.29.0", wantErr: []string{"TEARDOWN_KUBERNETES_VERSION=v1.29.0", `no module pins for Kubernetes "v1.29.0"`, "it builds v1.30.14, v1.35.4, v1.37.2", "hack/update-localcluster-modules.sh"}},
+		{env: "1.30.14", wantErr: []string{"TEARDOWN_KUBERNETES_VERSION=1.30.14", "it builds v1.30.14, v1.35.4, v1.37.2"}},
 	} {
 		t.Run(tt.env, func(t *testing.T) {
 			t.Setenv(VersionEnv, tt.env)
