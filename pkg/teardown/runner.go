@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // Runner runs plans against a cluster: it gathers what the current step
@@ -412,10 +413,27 @@ var clusterLienKind = v1alpha1.GroupVersion.WithKind("ClusterLien")
 // KeepLabel on that ClusterLien names its Teardown.
 const KeepLabel = "teardown.dev/teardown"
 
-// Keep makes sure the keepUntilDone objects are protected by a Defer
+// KeepReason is the reason of the ClusterLien that keeps the
+// keepUntilDone objects of the plan named teardown: the lien policy quotes
+// it to whoever tries to delete one of them.
+func KeepReason(teardown string) string {
+	return "kept by Teardown " + teardown + " until its plan finishes; deleted then"
+}
+
+// Keep makes sure the keepUntilDone objects are protected by a Deny
 // ClusterLien (held until Release deletes it) and reports whether the lien
 // controller holds it already. The markers on the objects are written by
 // the lien controller alone.
+//
+// Deny, not Defer: a kept object never gets a deletionTimestamp while the
+// plan is armed or runs. A ServiceAccount's tokens, and those bound to a
+// Pod, stop authenticating a minute after that object's deletionTimestamp
+// (kube-apiserver's pkg/serviceaccount/claims.go), finalizers or not: a
+// Defer lien keeps the operator's ServiceAccount in etcd, but not its
+// identity working. What the plan kept is deleted when it has finished
+// (DeleteKept). A Defer lien made by an earlier version becomes Deny once
+// none of its objects is being deleted: taking its finalizer off an object
+// being deleted would let that object go in the middle of the plan.
 func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.ClusterLienTarget) (bool, error) {
 	if len(keep) == 0 {
 		return true, nil
@@ -427,8 +445,8 @@ func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.Clus
 			ObjectMeta: metav1.ObjectMeta{Name: KeepName(teardown), Labels: map[string]string{KeepLabel: teardown}},
 			Spec: v1alpha1.ClusterLienSpec{
 				Protect: keep,
-				Mode:    v1alpha1.LienModeDefer,
-				Reason:  "kept until Teardown " + teardown + " has finished",
+				Mode:    v1alpha1.LienModeDeny,
+				Reason:  KeepReason(teardown),
 			},
 		}
 		if err := r.Client.Create(ctx, l); err != nil {
@@ -442,8 +460,20 @@ func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.Clus
 	if !l.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
+	update := false
 	if !slices.EqualFunc(l.Spec.Protect, keep, func(a, b v1alpha1.ClusterLienTarget) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
-		l.Spec.Protect = keep
+		l.Spec.Protect, update = keep, true
+	}
+	if l.Spec.Mode == v1alpha1.LienModeDefer {
+		deleting, err := r.anyDeleting(ctx, l.Status.Protected)
+		if err != nil {
+			return false, err
+		}
+		if !deleting {
+			l.Spec.Mode, l.Spec.Reason, update = v1alpha1.LienModeDeny, KeepReason(teardown), true
+		}
+	}
+	if update {
 		if err := r.Client.Update(ctx, l); err != nil {
 			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
 		}
@@ -451,6 +481,144 @@ func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.Clus
 	}
 	held := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHeld)
 	return held != nil && held.Status == metav1.ConditionTrue && l.Status.ObservedGeneration == l.Generation, nil
+}
+
+// anyDeleting reports whether one of the objects a lien's status lists
+// (the same UID) is being deleted.
+func (r *Runner) anyDeleting(ctx context.Context, objs []v1alpha1.ObjectStatus) (bool, error) {
+	for _, s := range objs {
+		gv, err := schema.ParseGroupVersion(s.APIVersion)
+		if err != nil {
+			continue
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gv.WithKind(s.Kind))
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, obj)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %s %s: %w", s.Kind, s.Name, err)
+		}
+		if string(obj.UID) == s.UID && !obj.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Keeps returns the index of the first keepUntilDone entry that selects
+// obj (of kind gvk), or -1. The trigger must not be kept: its DELETE would
+// be refused, and the plan it starts could never start.
+func Keeps(keep []v1alpha1.ClusterLienTarget, gvk schema.GroupVersionKind, obj metav1.Object) int {
+	for i, k := range keep {
+		gv, err := schema.ParseGroupVersion(k.APIVersion)
+		if err != nil || gv.Group != gvk.Group || k.Kind != gvk.Kind || k.Namespace != obj.GetNamespace() {
+			continue
+		}
+		if k.Name != "" {
+			if k.Name == obj.GetName() {
+				return i
+			}
+			continue
+		}
+		if s, err := metav1.LabelSelectorAsSelector(k.Selector); err == nil && s.Matches(labels.Set(obj.GetLabels())) {
+			return i
+		}
+	}
+	return -1
+}
+
+// DeleteKept deletes, once the plan has finished and its lien is gone
+// (Release), what keepUntilDone kept: every object its entries select that
+// exists, is not being deleted and was created before finished (the end of
+// the last step: an object made since was not kept by this plan). Each
+// DELETE carries the UID and resourceVersion just read, with background
+// propagation. An object another Deny lien still protects (another plan
+// keeps it too, or a person's lien) is left, named in left: its DELETE
+// would be refused. done is false while a DELETE met a conflict (the next
+// call reads again).
+func (r *Runner) DeleteKept(ctx context.Context, keep []v1alpha1.ClusterLienTarget, finished time.Time) (left []string, done bool, err error) {
+	done = true
+	for i, k := range keep {
+		objs, err := r.keptObjects(ctx, k)
+		if err != nil {
+			return nil, false, fmt.Errorf("keepUntilDone[%d]: %w", i, err)
+		}
+		for _, obj := range objs {
+			o := objectOf(&obj, obj.GroupVersionKind())
+			switch {
+			case !obj.DeletionTimestamp.IsZero(), obj.CreationTimestamp.After(finished):
+				continue
+			case obj.Labels[lien.Label] == lien.LabelDeny:
+				left = append(left, o.String())
+				continue
+			}
+			err := r.delete(ctx, Action{Type: ActionDelete, Object: o, Propagation: v1alpha1.PropagationBackground})
+			switch {
+			case apierrors.IsConflict(err):
+				done = false
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, false, err
+			}
+		}
+	}
+	slices.Sort(left)
+	return slices.Compact(left), done, nil
+}
+
+// keptObjects reads, live, the objects one keepUntilDone entry selects. A
+// kind not served selects nothing; so does an entry the lien controller
+// would refuse (a namespaced kind without a namespace, or the reverse).
+func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) ([]metav1.PartialObjectMetadata, error) {
+	gv, err := schema.ParseGroupVersion(k.APIVersion)
+	if err != nil {
+		return nil, nil
+	}
+	gvk := gv.WithKind(k.Kind)
+	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding the resource of %s: %w", gvk, err)
+	}
+	if namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace; namespaced != (k.Namespace != "") {
+		return nil, nil
+	}
+	if k.Name != "" {
+		obj := metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &obj)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", k.Kind, k.Name, Refused(err, "get", gvk, k.Namespace, k.Name))
+		}
+		return []metav1.PartialObjectMetadata{obj}, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(k.Selector)
+	if err != nil {
+		return nil, nil
+	}
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
+	if k.Namespace != "" {
+		opts = append(opts, client.InNamespace(k.Namespace))
+	}
+	if err := r.Client.List(ctx, l, opts...); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing %s: %w", k.Kind, Refused(err, "list", gvk, k.Namespace, ""))
+	}
+	for i := range l.Items {
+		l.Items[i].SetGroupVersionKind(gvk)
+	}
+	return l.Items, nil
 }
 
 // Release deletes the keepUntilDone lien and reports whether it is gone,
@@ -477,7 +645,25 @@ func (r *Runner) Release(ctx context.Context, teardown string) (bool, error) {
 // `teardown run` and SelfUninstall use it. progress, if set, sees the
 // status after every tick. It returns the final status; the plan failed
 // if its phase is Failed.
+//
+// keepUntilDone is released at the end, not deleted: a run started by hand
+// (or by a Helm pre-delete hook, before Helm deletes anything) is no
+// uninstall that asked for the kept objects to go.
 func (r *Runner) Run(ctx context.Context, name string, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, interval time.Duration, progress func(v1alpha1.TeardownStatus)) (v1alpha1.TeardownStatus, error) {
+	status, err := r.runSteps(ctx, name, spec, status, interval, progress)
+	if err != nil {
+		return status, err
+	}
+	if status.Phase == v1alpha1.PhaseSucceeded {
+		err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+			return r.Release(ctx, name)
+		})
+	}
+	return status, err
+}
+
+// runSteps runs the steps to their end, keepUntilDone kept meanwhile.
+func (r *Runner) runSteps(ctx context.Context, name string, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, interval time.Duration, progress func(v1alpha1.TeardownStatus)) (v1alpha1.TeardownStatus, error) {
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		held, err := r.Keep(ctx, name, spec.KeepUntilDone)
 		if err != nil {
@@ -502,15 +688,40 @@ func (r *Runner) Run(ctx context.Context, name string, spec *v1alpha1.TeardownSp
 			}
 		}
 	})
-	if err != nil {
-		return status, err
-	}
-	if status.Phase == v1alpha1.PhaseSucceeded {
-		err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
-			return r.Release(ctx, name)
-		})
-	}
 	return status, err
+}
+
+// handOver turns the keepUntilDone lien of a plan whose steps finished
+// into a Defer lien held by holder, and reports whether the lien
+// controller applies it already (the kept objects carry the Defer
+// finalizer). SelfUninstall uses it to let its own identity go: once it
+// deleted the kept objects (accepted now, kept by the finalizer, tokens
+// still valid), the lien is released when holder, the operator's
+// Deployment, is gone. The operator cannot delete its ServiceAccount and
+// the RBAC that lets it do so one after the other: whichever goes first
+// takes the right to delete the other.
+func (r *Runner) handOver(ctx context.Context, teardown string, holder v1alpha1.ClusterLienTarget) (bool, error) {
+	l := &v1alpha1.ClusterLien{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: KeepName(teardown)}, l)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading cluster lien %s: %w", KeepName(teardown), err)
+	}
+	if !l.DeletionTimestamp.IsZero() {
+		return true, nil
+	}
+	if l.Spec.Mode != v1alpha1.LienModeDefer || !slices.Equal(l.Spec.HeldBy, []v1alpha1.ClusterLienTarget{holder}) {
+		l.Spec.Mode, l.Spec.HeldBy = v1alpha1.LienModeDefer, []v1alpha1.ClusterLienTarget{holder}
+		l.Spec.Reason = "the plan of " + teardown + " finished: kept until " + holder.Kind + " " + holder.Namespace + "/" + holder.Name + " is gone"
+		if err := r.Client.Update(ctx, l); err != nil {
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
+		}
+		return false, nil
+	}
+	held := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHeld)
+	return held != nil && held.Status == metav1.ConditionTrue && l.Status.ObservedGeneration == l.Generation, nil
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }

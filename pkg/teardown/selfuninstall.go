@@ -43,7 +43,9 @@ func WithPod(namespace, name string) SelfOption {
 // SelfUninstall makes an operator run plan when its own Deployment is
 // deleted: it finds the Deployment (POD_NAMESPACE/POD_NAME, then the pod's
 // controller chain ReplicaSet -> Deployment), protects plan's keepUntilDone
-// with a Defer ClusterLien, holds the finalizer teardown.dev/teardown-<plan
+// with a Deny ClusterLien (their DELETEs are refused until the plan
+// finished, so that its ServiceAccount's tokens keep working; the
+// Deployment itself must not be listed), holds the finalizer teardown.dev/teardown-<plan
 // name> (TriggerFinalizer) on the Deployment, and, once the Deployment is
 // being deleted, runs the steps in this process (only in the leader)
 // before letting the Deployment go. Its finalizer is its own: Teardowns on
@@ -53,12 +55,14 @@ func WithPod(namespace, name string) SelfOption {
 // The Deployment is deleted with background propagation (the default of
 // kubectl and Helm; teardown's policy refuses a foreground delete of a
 // held trigger): its pods, and so the operator, keep running until the
-// plan finished. A failed plan keeps the finalizer and is run again from
-// its first step after a minute (steps are idempotent).
+// plan finished. Then it deletes what keepUntilDone kept (see letGo) and
+// lets the Deployment go. A failed plan keeps the finalizer and is run
+// again from its first step after a minute (steps are idempotent).
 //
 // The operator's service account needs: get on its pod and ReplicaSet,
-// get and patch on its Deployment, create, get and delete on
-// clusterliens.teardown.dev, and whatever its plan deletes or patches.
+// get and patch on its Deployment, create, get, update and delete on
+// clusterliens.teardown.dev, get, list and delete on the kinds of
+// keepUntilDone, and whatever its plan deletes or patches.
 func SelfUninstall(mgr manager.Manager, plan *v1alpha1.Teardown, opts ...SelfOption) error {
 	o := selfOptions{interval: 2 * time.Second, namespace: os.Getenv("POD_NAMESPACE"), pod: os.Getenv("POD_NAME")}
 	for _, opt := range opts {
@@ -112,13 +116,13 @@ func (s *self) run(ctx context.Context) error {
 			return nil
 		}
 		log.Info("the operator's Deployment is being deleted: running the plan")
-		status, err := s.r.Run(ctx, s.plan.Name, &s.plan.Spec, v1alpha1.TeardownStatus{}, s.o.interval, nil)
+		status, err := s.r.runSteps(ctx, s.plan.Name, &s.plan.Spec, v1alpha1.TeardownStatus{}, s.o.interval, nil)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err == nil && status.Phase == v1alpha1.PhaseSucceeded {
-			log.Info("plan succeeded: releasing the Deployment")
-			return s.release(ctx, dep)
+			log.Info("plan succeeded: deleting what keepUntilDone kept, releasing the Deployment")
+			return s.letGo(ctx, dep, status.CompletedAt.Time)
 		}
 		log.Error(err, "plan did not succeed; the Deployment is kept, retrying in a minute", "step", status.CurrentStep)
 		select {
@@ -135,6 +139,9 @@ func (s *self) arm(ctx context.Context) (*appsv1.Deployment, error) {
 	dep, err := s.ownDeployment(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if i := Keeps(s.plan.Spec.KeepUntilDone, appsv1.SchemeGroupVersion.WithKind("Deployment"), dep); i >= 0 {
+		return nil, fmt.Errorf("self-uninstall plan %s: spec.keepUntilDone[%d] keeps the operator's own Deployment %s/%s, which triggers the plan: its DELETE would be refused and the plan never start; the plan holds it by a finalizer already: remove it from keepUntilDone", s.plan.Name, i, dep.Namespace, dep.Name)
 	}
 	if _, err := s.r.Keep(ctx, s.plan.Name, s.plan.Spec.KeepUntilDone); err != nil {
 		return nil, err
@@ -173,6 +180,48 @@ func (s *self) ownDeployment(ctx context.Context) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("deployment %s/%s was re-created: not this pod's", dep.Namespace, dep.Name)
 	}
 	return dep, nil
+}
+
+// letGo ends a plan that succeeded: what keepUntilDone kept is handed
+// over to a Defer lien held by the Deployment and deleted (accepted, kept
+// by the lien's finalizer: this process's token still works), then the
+// Deployment is released, then the lien deleted; the kept objects go once
+// the lien controller took its finalizer off (or once the Deployment is
+// gone, if this process stops first). finished is when the last step
+// finished: objects made since were not kept, and stay.
+func (s *self) letGo(ctx context.Context, dep *appsv1.Deployment, finished time.Time) error {
+	log := ctrl.LoggerFrom(ctx).WithName("self-uninstall").WithValues("plan", s.plan.Name)
+	if len(s.plan.Spec.KeepUntilDone) > 0 {
+		holder := v1alpha1.ClusterLienTarget{APIVersion: "apps/v1", Kind: "Deployment", Namespace: dep.Namespace, Name: dep.Name}
+		if err := wait.PollUntilContextCancel(ctx, s.o.interval, true, func(ctx context.Context) (bool, error) {
+			ok, err := s.r.handOver(ctx, s.plan.Name, holder)
+			if err != nil {
+				log.Error(err, "handing keepUntilDone over")
+				return false, nil
+			}
+			if !ok {
+				return false, nil
+			}
+			left, done, err := s.r.DeleteKept(ctx, s.plan.Spec.KeepUntilDone, finished)
+			if err != nil {
+				log.Error(err, "deleting what keepUntilDone kept")
+				return false, nil
+			}
+			if len(left) > 0 {
+				log.Info("kept objects another lien protects are left to it", "objects", left)
+			}
+			return done, nil
+		}); err != nil {
+			return nil
+		}
+	}
+	if err := s.release(ctx, dep); err != nil {
+		return err
+	}
+	if _, err := s.r.Release(ctx, s.plan.Name); err != nil {
+		log.Error(err, "deleting the keepUntilDone lien (it is released once the Deployment is gone)")
+	}
+	return nil
 }
 
 func (s *self) release(ctx context.Context, dep *appsv1.Deployment) error {

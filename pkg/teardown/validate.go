@@ -3,6 +3,7 @@ package teardown
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,9 @@ func Validate(spec *v1alpha1.TeardownSpec) field.ErrorList {
 		}
 		if (k.Name == "") == (k.Selector == nil) {
 			errs = append(errs, field.Invalid(p, k.Name, "set exactly one of name and selector"))
+		}
+		if t := spec.Trigger; t != nil && k.Name != "" && k.Name == t.Name && k.Kind == t.Kind && k.Namespace == t.Namespace && group(k.APIVersion) == group(t.APIVersion) {
+			errs = append(errs, field.Invalid(p, k.Name, "keeps the trigger: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already"))
 		}
 	}
 	if len(spec.Steps) == 0 {
@@ -211,4 +215,13 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// group is the API group of an apiVersion ("" for the core group).
+func group(apiVersion string) string {
+	g, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return g
 }

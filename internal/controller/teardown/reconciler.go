@@ -118,6 +118,8 @@ func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, r
 		cond.Type, cond.Status = v1alpha1.ConditionRunning, metav1.ConditionTrue
 		if st := stepOf(t, t.Status.CurrentStep); st.Name != "" {
 			cond.Message = fmt.Sprintf("step %s waits: %s", st.Name, msg)
+		} else if teardown.Current(&t.Spec, &t.Status) < 0 {
+			cond.Message = "every step finished; releasing keepUntilDone and deleting what it kept waits: " + msg
 		}
 	}
 	rights.Count("teardown", reason)
@@ -174,8 +176,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 				return reconcile.Result{}, err
 			}
 		}
-		log.Info("teardown deleted after it failed, or given up: releasing the trigger and keepUntilDone", "teardown", klog.KObj(t))
-		return r.disarm(ctx, t)
+		log.Info("teardown deleted after it failed, or given up: releasing the trigger, deleting what keepUntilDone kept", "teardown", klog.KObj(t))
+		return r.disarm(ctx, t, true)
 	case v1alpha1.PhaseRunning:
 		return r.run(ctx, t)
 	}
@@ -187,7 +189,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.arm(ctx, t, "runs when this Teardown is deleted, or by teardown run")
 	}
 	if !t.DeletionTimestamp.IsZero() && disarmed(t) {
-		return r.disarm(ctx, t)
+		return r.disarm(ctx, t, false)
 	}
 	trigger, err := r.trigger(ctx, t)
 	if err != nil {
@@ -207,6 +209,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if trigger == nil {
 		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
+	}
+	if i := teardown.Keeps(t.Spec.KeepUntilDone, trigger.GroupVersionKind(), trigger); i >= 0 {
+		// Kept, its DELETE would be refused and the plan never start.
+		if _, err := r.Runner.Release(ctx, t.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan,
+			fmt.Sprintf("spec.keepUntilDone[%d] keeps the trigger %s: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already: remove it from keepUntilDone", i, triggerName(t)))
 	}
 	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
 		if err := r.Live.Patch(ctx, trigger, patch); err != nil {
@@ -250,7 +260,7 @@ func (r *Reconciler) deletedAlone(ctx context.Context, t *v1alpha1.Teardown, tri
 	if res, err := r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonDisarmed, msg); err != nil || res.Requeue { //nolint:staticcheck // conflict's requeue
 		return res, err
 	}
-	return r.disarm(ctx, t)
+	return r.disarm(ctx, t, false)
 }
 
 // disarmed reports whether the plan was disarmed for good.
@@ -336,22 +346,23 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	requeue := reconcile.Result{RequeueAfter: Interval}
 	switch t.Status.Phase {
 	case v1alpha1.PhaseSucceeded:
-		// Release keepUntilDone, then the trigger, then say Succeeded.
-		gone, err := r.Runner.Release(ctx, t.Name)
+		// Release keepUntilDone and delete what it kept, then release the
+		// trigger, then say Succeeded. completedAt stays: what was made
+		// after it was not kept, and is not deleted.
+		waiting, err := r.finish(ctx, t)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if !gone {
+		if waiting != "" {
 			t.Status.Phase = v1alpha1.PhaseRunning
-			t.Status.CompletedAt = nil
-			r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "every step finished; releasing keepUntilDone")
+			r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "every step finished; "+waiting)
 			break
 		}
 		if err := r.releaseTrigger(ctx, t); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("every step finished (%d)", len(t.Spec.Steps)))
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger and keepUntilDone released")
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger released, what keepUntilDone kept deleted")
 		requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
 	case v1alpha1.PhaseFailed:
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonFailed, failedMessage(t))
@@ -395,15 +406,56 @@ func (r *Reconciler) resume(ctx context.Context, t *v1alpha1.Teardown, from stri
 	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
 }
 
-// disarm lets the trigger and keepUntilDone go without running the plan:
-// the Teardown was deleted before its trigger, or after it failed.
-func (r *Reconciler) disarm(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
+// finish releases keepUntilDone and deletes what it kept (the uninstall
+// asked for it: their DELETEs were refused while the plan ran). It says
+// what it waits for, empty once done.
+func (r *Reconciler) finish(ctx context.Context, t *v1alpha1.Teardown) (string, error) {
 	gone, err := r.Runner.Release(ctx, t.Name)
 	if err != nil {
-		return reconcile.Result{}, err
+		return "", err
 	}
 	if !gone {
-		return reconcile.Result{RequeueAfter: Interval}, nil
+		return "releasing keepUntilDone", nil
+	}
+	finished := time.Now()
+	if t.Status.CompletedAt != nil {
+		finished = t.Status.CompletedAt.Time
+	}
+	left, done, err := r.Runner.DeleteKept(ctx, t.Spec.KeepUntilDone, finished)
+	if err != nil {
+		return "", fmt.Errorf("deleting what keepUntilDone kept: %w", err)
+	}
+	if !done {
+		return "deleting what keepUntilDone kept", nil
+	}
+	if len(left) > 0 {
+		ctrl.LoggerFrom(ctx).Info("kept objects another lien protects are left to it", "teardown", klog.KObj(t), "objects", left)
+	}
+	return "", nil
+}
+
+// disarm lets the trigger and keepUntilDone go without running the rest of
+// the plan: the Teardown was deleted before its trigger (what keepUntilDone
+// kept stays), or after its plan failed, or a person gave the failed plan
+// up (the uninstall that started it asked for the kept objects to go:
+// deleteKept).
+func (r *Reconciler) disarm(ctx context.Context, t *v1alpha1.Teardown, deleteKept bool) (reconcile.Result, error) {
+	if deleteKept {
+		waiting, err := r.finish(ctx, t)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if waiting != "" {
+			return reconcile.Result{RequeueAfter: Interval}, nil
+		}
+	} else {
+		gone, err := r.Runner.Release(ctx, t.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !gone {
+			return reconcile.Result{RequeueAfter: Interval}, nil
+		}
 	}
 	if err := r.releaseTrigger(ctx, t); err != nil {
 		return reconcile.Result{}, err

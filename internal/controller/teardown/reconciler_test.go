@@ -112,12 +112,9 @@ func TestSriovUninstall(t *testing.T) {
 	}
 
 	op := startOperator(t, user, finalizer, network, nad)
-	// helm uninstall: the Deployment and its RBAC at once.
-	deleteAll(t, dep, binding, role)
-	r := &rbacv1.ClusterRole{}
-	if err := k.Get(ctx, client.ObjectKeyFromObject(role), r); err != nil || r.DeletionTimestamp == nil {
-		t.Fatalf("the ClusterRole should be kept, marked for deletion: %v %v", err, r.Finalizers)
-	}
+	// helm uninstall: the Deployment and its RBAC at once. The RBAC's
+	// DELETEs are refused: kept, not even marked for deletion.
+	keptByPlan(t, plan.Name, uninstall(t, dep, binding, role), binding, role)
 	td := waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, 2*time.Minute)
 	op.stop() // it has no rights left: it was uninstalled
 	if errs := op.errors(); len(errs) > 0 {
@@ -174,7 +171,7 @@ func TestTigeraDeleteAllAtOnce(t *testing.T) {
 	// Two controllers of the operator, each with its own finalizer; the
 	// second starts only after the plan began, as a slow one would.
 	op1 := startOperator(t, user, "operator.tigera.io/installation-controller", installation)
-	deleteAll(t, inst, dep, binding, role)
+	keptByPlan(t, plan.Name, uninstall(t, inst, dep, binding, role), binding, role)
 	op2 := startOperator(t, user, "operator.tigera.io/cni-cleanup", installation)
 	waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, 2*time.Minute)
 	op1.stop()
@@ -395,7 +392,7 @@ func TestKeepUntilDoneIsReleasedOnce(t *testing.T) {
 	})
 	deleteAll(t, plan) // a plan without a trigger runs when it is deleted
 	eventually(t, time.Minute, "the plan to end and be gone", func(ctx context.Context) (bool, error) { return gone(ctx, plan) })
-	for _, o := range []client.Object{data, keep} {
+	for _, o := range []client.Object{data, keep, kept} {
 		if ok, err := gone(ctx, o); !ok || err != nil {
 			t.Errorf("%s should be gone after the plan: %v", o.GetName(), err)
 		}

@@ -290,6 +290,40 @@ func deleteAll(t *testing.T, objs ...client.Object) {
 	}
 }
 
+// uninstall deletes objs as helm uninstall does: every DELETE is sent,
+// and those refused (objects a plan keeps) are returned by name, not
+// fatal. Any other error is.
+func uninstall(t *testing.T, objs ...client.Object) map[string]error {
+	t.Helper()
+	refused := map[string]error{}
+	for _, o := range objs {
+		err := k.Delete(context.Background(), o)
+		switch {
+		case apierrors.IsForbidden(err):
+			refused[o.GetName()] = err
+		case err != nil && !apierrors.IsNotFound(err):
+			t.Fatalf("deleting %s: %v", o.GetName(), err)
+		}
+	}
+	return refused
+}
+
+// keptByPlan checks that the DELETE of each of kept was refused because
+// the plan keeps it, and that it carries no deletionTimestamp (which would
+// end its tokens a minute later).
+func keptByPlan(t *testing.T, plan string, refused map[string]error, kept ...client.Object) {
+	t.Helper()
+	want := "kept by Teardown " + plan + " until its plan finishes; deleted then"
+	for _, o := range kept {
+		if err := refused[o.GetName()]; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the DELETE of %s %s should be refused with %q, got %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), want, err)
+		}
+		if err := k.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil {
+			t.Errorf("%s should be there without a deletionTimestamp: %v %v", o.GetName(), err, o.GetDeletionTimestamp())
+		}
+	}
+}
+
 func dur(s string) *metav1.Duration {
 	d, err := time.ParseDuration(s)
 	if err != nil {

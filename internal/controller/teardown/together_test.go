@@ -99,7 +99,7 @@ func TestDeletedWithItsTrigger(t *testing.T) {
 		// trigger's deletion before the Teardown's is a race; with the
 		// controller down meanwhile it sees both at once, deterministically.
 		stopController()
-		deleteAll(t, c.dep, c.binding, c.role, c.plan)
+		keptByPlan(t, c.plan.Name, uninstall(t, c.dep, c.binding, c.role, c.plan), c.binding, c.role)
 		if err := startController(); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestDeletedWithItsTrigger(t *testing.T) {
 			cond := apimeta.FindStatusCondition(td.Status.Conditions, v1alpha1.ConditionArmed)
 			return cond != nil && cond.Reason == v1alpha1.ReasonDeleting, nil
 		})
-		deleteAll(t, c.dep, c.binding, c.role)
+		keptByPlan(t, c.plan.Name, uninstall(t, c.dep, c.binding, c.role), c.binding, c.role)
 		c.runningWhileDeleted(t)
 		td := &v1alpha1.Teardown{}
 		if err := k.Get(ctx, client.ObjectKeyFromObject(c.plan), td); err != nil {
@@ -133,7 +133,7 @@ func TestDeletedWithItsTrigger(t *testing.T) {
 		// its trigger and keepUntilDone, as any failed plan does.
 		c := installChart(t, "together-fails", "2s")
 		stopController()
-		deleteAll(t, c.dep, c.binding, c.role, c.plan)
+		keptByPlan(t, c.plan.Name, uninstall(t, c.dep, c.binding, c.role, c.plan), c.binding, c.role)
 		if err := startController(); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,8 @@ func TestDeletedWithItsTrigger(t *testing.T) {
 		if ok, err := gone(ctx, &v1alpha1.ClusterLien{ObjectMeta: metav1.ObjectMeta{Name: "teardown-" + c.plan.Name}}); ok || err != nil {
 			t.Fatalf("the failed plan should keep keepUntilDone: %v", err)
 		}
-		// Give up: the plan's finalizer off the trigger.
+		// Give up: the plan's finalizer off the trigger. The uninstall asked
+		// for the RBAC to go: the plan lets it go by deleting it.
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Finalizers = nil
 		if err := k.Patch(ctx, d, patch); err != nil {
@@ -178,6 +179,12 @@ func TestDeletedWithItsTrigger(t *testing.T) {
 		}
 		if ok, err := gone(ctx, &v1alpha1.ClusterLien{ObjectMeta: metav1.ObjectMeta{Name: "teardown-" + c.plan.Name}}); !ok || err != nil {
 			t.Errorf("keepUntilDone should be released: %v", err)
+		}
+		// Let go, not deleted: the plan did not run.
+		for _, o := range []client.Object{c.role, c.binding} {
+			if err := k.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil || o.GetLabels()["teardown.dev/lien"] != "" {
+				t.Errorf("%s should stay, without the lien: %v %v", o.GetName(), err, o.GetLabels())
+			}
 		}
 		u.SetFinalizers(nil)
 		if err := k.Update(ctx, u); err != nil {
