@@ -329,8 +329,9 @@ func sortViolations(vs []Violation) {
 
 // PlanFact is a Teardown plan the soak created: its trigger, the objects
 // its one step deletes, and the ClusterRole it keeps until done.
-// Triggered means the soak deleted the trigger, and the kept ClusterRole
-// with it (helm uninstall), once the plan was armed.
+// Triggered means the soak deleted the trigger, and tried the kept
+// ClusterRole with it (helm uninstall: refused, a Deny lien keeps it; the
+// plan deletes it at its end), once the plan was armed.
 type PlanFact struct {
 	Name      string
 	Trigger   types.UID
