@@ -32,6 +32,11 @@ const (
 	ReasonNoHolder      = "NoHolder"
 )
 
+// HelmReleasesOfLabel is on every Lien a ClusterLien with helmReleasesOf
+// made; its value is the ClusterLien's name. The controller deletes only
+// Liens that carry it.
+const HelmReleasesOfLabel = "teardown.dev/helm-releases-of"
+
 // LienTarget names the objects of one kind in the Lien's own namespace.
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
 // +kubebuilder:validation:XValidation:rule="!has(self.__namespace__)",message="a Lien only reaches objects in its own namespace: remove namespace, or use a ClusterLien"
@@ -146,17 +151,33 @@ type LienSpec struct {
 }
 
 // ClusterLienSpec is LienSpec for objects anywhere in the cluster; it may
-// not protect teardown's own admission policies either.
-// +kubebuilder:validation:XValidation:rule="!self.protect.exists(p, p.apiVersion.startsWith('teardown.dev/'))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)] + ']: a lien may not protect ' + self.protect[self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)].kind + ' objects (teardown.dev kinds): a lien on a lien or a Teardown could hold itself, and its namespace, for ever'"
-// +kubebuilder:validation:XValidation:rule="!has(self.heldBy) || !self.heldBy.exists(h, self.protect.exists(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0)))))",messageExpression="'heldBy[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) / size(self.protect)] + '] is also protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) % size(self.protect)] + ']: the lien could never be released (a holder it protects can never go)'"
-// +kubebuilder:validation:XValidation:rule="!self.protect.exists(p, p.apiVersion.startsWith('admissionregistration.k8s.io/') && p.kind in ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'] && (!has(p.name) || p.name.startsWith('teardown-')))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('admissionregistration.k8s.io/') && p.kind in ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'] && (!has(p.name) || p.name.startsWith('teardown-'))).indexOf(true)] + ']: the teardown admission policies and bindings (teardown-*) may not be protected, nor admission policies by selector: teardown could not be uninstalled'"
+// not protect teardown's own admission policies either. Instead of protect,
+// helmReleasesOf protects the Helm releases of every object of a kind.
+// +kubebuilder:validation:XValidation:rule="has(self.protect) != has(self.helmReleasesOf)",message="set exactly one of protect and helmReleasesOf"
+// +kubebuilder:validation:XValidation:rule="!has(self.helmReleasesOf) || !has(self.heldBy)",message="helmReleasesOf: each object of the kind holds the lien on its own release records; remove heldBy"
+// +kubebuilder:validation:XValidation:rule="!has(self.helmReleasesOf) || self.mode == 'Defer'",message="helmReleasesOf: Helm's release records take mode: Defer (with Deny, Helm's purge of the records at uninstall is refused and a Helm operator retries it for ever); set mode: Defer"
+// +kubebuilder:validation:XValidation:rule="!has(self.protect) || !self.protect.exists(p, p.apiVersion.startsWith('teardown.dev/'))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)] + ']: a lien may not protect ' + self.protect[self.protect.map(p, p.apiVersion.startsWith('teardown.dev/')).indexOf(true)].kind + ' objects (teardown.dev kinds): a lien on a lien or a Teardown could hold itself, and its namespace, for ever'"
+// +kubebuilder:validation:XValidation:rule="!has(self.heldBy) || !has(self.protect) || !self.heldBy.exists(h, self.protect.exists(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0)))))",messageExpression="'heldBy[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) / size(self.protect)] + '] is also protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.heldBy.map(h, self.protect.map(p, h.kind == p.kind && h.apiVersion.split('/')[0] == p.apiVersion.split('/')[0] && has(h.__namespace__) == has(p.__namespace__) && (!has(h.__namespace__) || h.__namespace__ == p.__namespace__) && (has(h.name) && has(p.name) ? h.name == p.name : (has(h.selector) && (!has(h.selector.matchLabels) || size(h.selector.matchLabels) == 0) && (!has(h.selector.matchExpressions) || size(h.selector.matchExpressions) == 0)) || (has(p.selector) && (!has(p.selector.matchLabels) || size(p.selector.matchLabels) == 0) && (!has(p.selector.matchExpressions) || size(p.selector.matchExpressions) == 0))))).flatten().indexOf(true) % size(self.protect)] + ']: the lien could never be released (a holder it protects can never go)'"
+// +kubebuilder:validation:XValidation:rule="!has(self.protect) || !self.protect.exists(p, p.apiVersion.startsWith('admissionregistration.k8s.io/') && p.kind in ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'] && (!has(p.name) || p.name.startsWith('teardown-')))",messageExpression="'protect[' + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28', '29', '30', '31'][self.protect.map(p, p.apiVersion.startsWith('admissionregistration.k8s.io/') && p.kind in ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'] && (!has(p.name) || p.name.startsWith('teardown-'))).indexOf(true)] + ']: the teardown admission policies and bindings (teardown-*) may not be protected, nor admission policies by selector: teardown could not be uninstalled'"
 type ClusterLienSpec struct {
-	// Protect lists the objects the lien keeps.
-	// +required
+	// Protect lists the objects the lien keeps. Exactly one of protect and
+	// helmReleasesOf.
+	// +optional
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
-	Protect []ClusterLienTarget `json:"protect"`
+	Protect []ClusterLienTarget `json:"protect,omitempty"`
+	// HelmReleasesOf protects the Helm release of every object of a kind,
+	// the way a Helm operator built on helm-operator-plugins names it: the
+	// release is named after the object and its records (Secrets and
+	// ConfigMaps labelled owner=helm,name=OBJECT) live in the object's
+	// namespace. For each object the controller keeps one Defer Lien in
+	// that namespace, the one lien.ProtectHelmRelease writes, held by the
+	// object, and deletes it once the object is gone. Creating it needs the
+	// right to delete Secrets and ConfigMaps in every namespace. Exactly one
+	// of protect and helmReleasesOf; mode Defer; no heldBy.
+	// +optional
+	HelmReleasesOf *HelmReleasesOf `json:"helmReleasesOf,omitempty"`
 	// HeldBy lists the objects the lien is held by, as in Lien; namespaced
 	// kinds need a namespace.
 	// +optional
@@ -174,6 +195,21 @@ type ClusterLienSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Reason string `json:"reason"`
+}
+
+// HelmReleasesOf names the kind whose objects are each a Helm release.
+// +kubebuilder:validation:XValidation:rule="!self.apiVersion.startsWith('teardown.dev/')",message="helmReleasesOf: teardown.dev kinds are no Helm releases (a lien made for every lien would never end)"
+type HelmReleasesOf struct {
+	// APIVersion of the kind, as in its manifests: "example.com/v1".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+	// Kind whose objects are each a Helm release: "Foo". A namespaced kind.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
 }
 
 // ObjectState is how a protected object or a holder stands.
@@ -232,6 +268,10 @@ type LienStatus struct {
 	// the PROTECTED column.
 	// +optional
 	ProtectedCount int32 `json:"protectedCount,omitempty"`
+	// Followed is, for a ClusterLien with helmReleasesOf, the number of
+	// objects of that kind it follows, each with its Lien in place.
+	// +optional
+	Followed int32 `json:"followed,omitempty"`
 }
 
 // Lien keeps objects in its own namespace from being deleted while its
@@ -264,12 +304,14 @@ type LienList struct {
 
 // ClusterLien keeps objects anywhere in the cluster from being deleted
 // while its holders exist.
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.helmReleasesOf) || size(self.metadata.name) <= 63",message="metadata.name: a ClusterLien with helmReleasesOf is named in a label of every Lien it makes: at most 63 characters"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=teardown
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].status`
 // +kubebuilder:printcolumn:name="Protected",type=integer,JSONPath=`.status.protectedCount`
+// +kubebuilder:printcolumn:name="Followed",type=integer,JSONPath=`.status.followed`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=0
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterLien struct {

@@ -36,17 +36,10 @@ func ProtectHelmRelease(ctx context.Context, c client.Client, namespace, release
 	hgvk := holder.GetObjectKind().GroupVersionKind()
 	name := helmLienName(namespace, release, holder)
 	if holder.GetNamespace() == namespace {
+		want := HelmReleaseLien(release, holder, reason)
 		l := &v1alpha1.Lien{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 		_, err := controllerutil.CreateOrUpdate(ctx, c, l, func() error {
-			l.Spec = v1alpha1.LienSpec{
-				Protect: []v1alpha1.LienTarget{
-					{APIVersion: "v1", Kind: "Secret", Selector: HelmRecords(release)},
-					{APIVersion: "v1", Kind: "ConfigMap", Selector: HelmRecords(release)},
-				},
-				HeldBy: []v1alpha1.LienTarget{{APIVersion: hgvk.GroupVersion().String(), Kind: hgvk.Kind, Name: holder.GetName()}},
-				Mode:   v1alpha1.LienModeDefer,
-				Reason: reason,
-			}
+			l.Spec = want.Spec
 			return nil
 		})
 		if err != nil {
@@ -71,6 +64,26 @@ func ProtectHelmRelease(ctx context.Context, c client.Client, namespace, release
 		return nil, fmt.Errorf("writing cluster lien %s: %w", name, err)
 	}
 	return l, nil
+}
+
+// HelmReleaseLien is the Lien that protects the records of the Helm
+// release named release in holder's namespace while holder exists: the one
+// ProtectHelmRelease writes, and the one a ClusterLien with helmReleasesOf
+// keeps for each object of its kind. holder's kind must be set.
+func HelmReleaseLien(release string, holder client.Object, reason string) *v1alpha1.Lien {
+	hgvk := holder.GetObjectKind().GroupVersionKind()
+	return &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: holder.GetNamespace(), Name: helmLienName(holder.GetNamespace(), release, holder)},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{
+				{APIVersion: "v1", Kind: "Secret", Selector: HelmRecords(release)},
+				{APIVersion: "v1", Kind: "ConfigMap", Selector: HelmRecords(release)},
+			},
+			HeldBy: []v1alpha1.LienTarget{{APIVersion: hgvk.GroupVersion().String(), Kind: hgvk.Kind, Name: holder.GetName()}},
+			Mode:   v1alpha1.LienModeDefer,
+			Reason: reason,
+		},
+	}
 }
 
 // helmLienName is the name ProtectHelmRelease gives the lien: readable, at

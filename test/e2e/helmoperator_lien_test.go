@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,18 +14,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // TestHelmOperatorUnderLien runs the real helm-operator-plugins reconciler
-// (examples/helm-operator) as an identity the lien policies do not trust,
-// with its Foos' release records protected by lien.ProtectHelmRelease:
+// (examples/helm-operator, unchanged) as an identity the lien policies do
+// not trust, with its Foos' release records protected the declarative way:
+// one ClusterLien with helmReleasesOf Foo, applied once, makes the Lien of
+// each Foo (lien.ProtectHelmRelease's, tested in TestHelmReleaseUnderLien):
 // (b) kubectl delete namespace uninstalls the release, nothing is
 // orphaned, every attempt (the race that orphans without teardown, see
 // TestHelmOperatorNamespaceDeletionOrphans, is won every time); (c) after a
@@ -41,15 +47,21 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 	installFooCRD(t)
 	op := startHelmOperatorWith(t, bin, writeKubeconfigAs(t, rest.ImpersonationConfig{UserName: "helm-operator", Groups: []string{"system:masters"}}))
 
-	protect := func(revisions int) *unstructured.Unstructured {
+	// What a cluster admin applies once: the example's own manifest.
+	manifest, err := os.ReadFile(filepath.Join(helmOperatorDir, "config", "teardown-lien.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &v1alpha1.ClusterLien{}
+	if err := yaml.UnmarshalStrict(manifest, cl); err != nil {
+		t.Fatalf("reading the example's ClusterLien: %v", err)
+	}
+	if err := k.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Delete(context.Background(), cl) })
+	protected := func(revisions int) {
 		t.Helper()
-		obj, err := foos.Namespace(ns).Get(ctx, foo, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := lien.ProtectHelmRelease(ctx, k, ns, foo, obj, "release records needed to uninstall "+foo); err != nil {
-			t.Fatal(err)
-		}
 		op.poll(t, time.Minute, "every record of the release protected", func(ctx context.Context) (bool, error) {
 			rs, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
 			if err != nil || len(rs.Items) != revisions {
@@ -57,7 +69,6 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 			}
 			return !slices.ContainsFunc(rs.Items, func(s corev1.Secret) bool { return s.Labels[lien.Label] != lien.LabelDefer }), nil
 		})
-		return obj
 	}
 	roleGone := func(name string) bool {
 		_, err := kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
@@ -76,7 +87,7 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 		from := op.LogSize()
 		createFoo(t, ns, foo, map[string]any{"greeting": "hello"})
 		op.waitDeployed(t, ns, foo, 1, role)
-		protect(1)
+		protected(1)
 		roles := []string{role}
 		if attempt == 1 {
 			// (c) a CR change: helm upgrade adds a second ClusterRole.
@@ -85,7 +96,7 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 				t.Fatal(err)
 			}
 			op.waitDeployed(t, ns, foo, 2, role, extra)
-			protect(2)
+			protected(2)
 			roles = append(roles, extra)
 		}
 		took := op.deleteNamespace(t, ns)
@@ -105,7 +116,7 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 	from := op.LogSize()
 	createFoo(t, ns, foo, map[string]any{"greeting": "hello"})
 	op.waitDeployed(t, ns, foo, 1, role)
-	protect(1)
+	protected(1)
 	if err := foos.Namespace(ns).Delete(ctx, foo, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +126,11 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 		}
 		rs, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
 		return err == nil && len(rs.Items) == 0 && roleGone(role), err
+	})
+	op.poll(t, time.Minute, "the Lien the ClusterLien made for the Foo gone with it", func(ctx context.Context) (bool, error) {
+		var made v1alpha1.LienList
+		err := k.List(ctx, &made, client.InNamespace(ns), client.MatchingLabels{v1alpha1.HelmReleasesOfLabel: cl.Name})
+		return err == nil && len(made.Items) == 0, err
 	})
 	if l := op.Refused(from); l != "" {
 		t.Errorf("(e) deleting the Foo alone: the operator's log holds a refused request: %s", l)

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,19 +80,7 @@ func (r *Reconciler) setConditions(o object, before *v1alpha1.LienStatus, held b
 		heldCond.Status, heldCond.Reason, heldCond.Message = metav1.ConditionFalse, v1alpha1.ReasonNoHolder, "not held: no holder exists"
 	}
 
-	for _, c := range []metav1.Condition{ready, heldCond} {
-		prev := apimeta.FindStatusCondition(before.Conditions, c.Type)
-		if prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
-			eventType := corev1.EventTypeNormal
-			if c.Status == metav1.ConditionFalse && c.Type == v1alpha1.ConditionReady {
-				eventType = corev1.EventTypeWarning
-			}
-			if c.Type == v1alpha1.ConditionHeld || c.Status == metav1.ConditionFalse {
-				r.Recorder.Eventf(o.unwrap(), nil, eventType, c.Reason, "Reconcile", "%s", c.Message)
-			}
-		}
-		apimeta.SetStatusCondition(&st.Conditions, c)
-	}
+	r.recordConditions(o, before, ready, heldCond)
 }
 
 // wasHeld reports whether the lien held, or was released, before: a

@@ -39,14 +39,17 @@ type object interface {
 	namespaced() bool
 	spec() (protect, heldBy []ref, mode v1alpha1.LienMode, reason string)
 	status() *v1alpha1.LienStatus
+	// helmReleasesOf is a ClusterLien's spec.helmReleasesOf; nil otherwise.
+	helmReleasesOf() *v1alpha1.HelmReleasesOf
 	// unwrap is the *Lien or *ClusterLien itself, for clients and events.
 	unwrap() client.Object
 }
 
 type lienObj struct{ *v1alpha1.Lien }
 
-func (l lienObj) namespaced() bool             { return true }
-func (l lienObj) status() *v1alpha1.LienStatus { return &l.Status }
+func (l lienObj) namespaced() bool                         { return true }
+func (l lienObj) status() *v1alpha1.LienStatus             { return &l.Status }
+func (l lienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf { return nil }
 func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
 		var out []ref
@@ -62,6 +65,9 @@ type clusterLienObj struct{ *v1alpha1.ClusterLien }
 
 func (l clusterLienObj) namespaced() bool             { return false }
 func (l clusterLienObj) status() *v1alpha1.LienStatus { return &l.Status }
+func (l clusterLienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf {
+	return l.Spec.HelmReleasesOf
+}
 func (l clusterLienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 	conv := func(field string, ts []v1alpha1.ClusterLienTarget) []ref {
 		var out []ref

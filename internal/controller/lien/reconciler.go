@@ -120,6 +120,11 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	r.controller = c
+	if !forObj.namespaced() {
+		if err := r.watchMadeLiens(); err != nil {
+			return err
+		}
+	}
 	// CRDs carry the markers of liens on their custom resources (crd.go).
 	return r.watch(crdGVK)
 }
@@ -155,6 +160,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Patch(ctx, o.unwrap(), patch); err != nil {
 			return r.conflictOrError(fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err))
 		}
+	}
+
+	if of := o.helmReleasesOf(); of != nil {
+		return r.reconcileHelmReleases(ctx, o, of)
 	}
 
 	before := o.status().DeepCopy()
@@ -720,7 +729,8 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	return nil
 }
 
-// liensNaming lists the liens whose protect or heldBy names gvk.
+// liensNaming lists the liens whose protect, heldBy or helmReleasesOf
+// names gvk.
 func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind) []reconcile.Request {
 	all, err := r.list(ctx, r.Client)
 	if err != nil {
@@ -729,7 +739,11 @@ func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKin
 	var reqs []reconcile.Request
 	for _, o := range all {
 		protect, heldBy, _, _ := o.spec()
-		if slices.ContainsFunc(append(protect, heldBy...), func(x ref) bool {
+		names := append(protect, heldBy...)
+		if of := o.helmReleasesOf(); of != nil {
+			names = append(names, ref{APIVersion: of.APIVersion, Kind: of.Kind})
+		}
+		if slices.ContainsFunc(names, func(x ref) bool {
 			gv, err := schema.ParseGroupVersion(x.APIVersion)
 			return err == nil && gv.WithKind(x.Kind) == gvk
 		}) {
