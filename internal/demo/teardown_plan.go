@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/podtoken"
 )
 
 var (
@@ -30,24 +30,31 @@ var (
 
 const (
 	tigeraNS        = "tigera-operator"
-	tigeraUser      = "system:serviceaccount:tigera-operator:tigera-operator"
 	tigeraFinalizer = "operator.tigera.io/cleanup"
 )
 
+// tigeraLabels are the operator's Pod labels.
+var tigeraLabels = map[string]string{"app": "tigera-operator"}
+
 // tigeraOperator is the operator of the Calico thread, reduced to its
 // cleanup: a deleted Installation takes it a second of cleanup work, then
-// it removes its finalizer, acting with its own service account's rights.
+// it removes its finalizer. It authenticates as the real one does, with a
+// token of its ServiceAccount bound to a Pod of its Deployment
+// (TokenRequest; package podtoken), not by impersonation, so it loses
+// access as the real one would.
 type tigeraOperator struct {
-	dyn  dynamic.Interface
-	mu   sync.Mutex
-	errs []string
+	dyn dynamic.Interface
+	mu  sync.Mutex
+	// unauthorized and forbidden are the first refusals of each kind: its
+	// token no longer authenticates, or its RBAC no longer allows.
+	unauthorized, forbidden string
 }
 
 func (op *tigeraOperator) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		list, err := op.dyn.Resource(installationGVR).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			op.note(err)
+			op.note("listing installations", err)
 		}
 		if list != nil {
 			for _, inst := range list.Items {
@@ -57,7 +64,7 @@ func (op *tigeraOperator) run(ctx context.Context) {
 				time.Sleep(time.Second) // the cleanup itself
 				patch := []byte(`{"metadata":{"finalizers":null}}`)
 				if _, err := op.dyn.Resource(installationGVR).Patch(ctx, inst.GetName(), "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
-					op.note(err)
+					op.note("removing its finalizer from installation/"+inst.GetName(), err)
 				}
 			}
 		}
@@ -65,84 +72,128 @@ func (op *tigeraOperator) run(ctx context.Context) {
 	}
 }
 
-func (op *tigeraOperator) note(err error) {
-	if !apierrors.IsForbidden(err) {
-		return
-	}
+func (op *tigeraOperator) note(what string, err error) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if len(op.errs) == 0 {
-		op.errs = append(op.errs, err.Error())
+	switch {
+	case apierrors.IsUnauthorized(err) && op.unauthorized == "":
+		op.unauthorized = what + ": " + err.Error() + " (its token no longer authenticates)"
+	case apierrors.IsForbidden(err) && op.forbidden == "":
+		op.forbidden = what + ": " + err.Error()
 	}
 }
 
+// isUnauthorized reports whether the operator's token was refused.
+func (op *tigeraOperator) isUnauthorized() bool {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.unauthorized != ""
+}
+
+// firstError is the first refusal, a 401 before a 403: once its token no
+// longer authenticates, the operator can do nothing at all.
 func (op *tigeraOperator) firstError() string {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if len(op.errs) == 0 {
-		return ""
+	if op.unauthorized != "" {
+		return op.unauthorized
 	}
-	return op.errs[0]
+	return op.forbidden
 }
 
 // installTigera creates what the chart installs: the operator's namespace,
-// Deployment and RBAC, and the Installation with the operator's finalizer.
-func (e *Env) installTigera(ctx context.Context) error {
+// ServiceAccount, Deployment and RBAC, and the Installation with the
+// operator's finalizer; and, as the Deployment's ReplicaSet would, a Pod
+// of the Deployment, whose token it returns for the operator to act with.
+func (e *Env) installTigera(ctx context.Context) (*podtoken.Identity, error) {
 	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tigeraNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		return nil, err
 	}
-	labels := map[string]string{"app": "tigera-operator"}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tigera-operator"}}
+	if _, err := e.Kube.CoreV1().ServiceAccounts(tigeraNS).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the operator's ServiceAccount: %w", err)
+	}
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "tigera-operator", Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: "tigera-operator", Labels: tigeraLabels},
 		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Selector: &metav1.LabelSelector{MatchLabels: tigeraLabels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "tigera-operator"}}},
+				ObjectMeta: metav1.ObjectMeta{Labels: tigeraLabels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: sa.Name,
+					Containers:         []corev1.Container{{Name: "operator", Image: "tigera-operator"}},
+				},
 			},
 		},
 	}
 	if _, err := e.Kube.AppsV1().Deployments(tigeraNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the operator Deployment: %w", err)
+		return nil, fmt.Errorf("creating the operator Deployment: %w", err)
 	}
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "tigera-operator"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"operator.tigera.io"}, Resources: []string{"installations"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}},
 	}
 	if _, err := e.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "tigera-operator"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: tigeraUser}},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: tigeraNS, Name: sa.Name}},
 	}
 	if _, err := e.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
 	inst := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "operator.tigera.io/v1", "kind": "Installation"}}
 	inst.SetName("default")
 	inst.SetFinalizers([]string{tigeraFinalizer})
 	if _, err := e.Dynamic.Resource(installationGVR).Create(ctx, inst, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the Installation: %w", err)
+		return nil, fmt.Errorf("creating the Installation: %w", err)
 	}
-	return nil
+	id, err := podtoken.New(ctx, e.Config, tigeraNS, dep.Name)
+	if err != nil {
+		return nil, fmt.Errorf("giving the operator its identity: %w", err)
+	}
+	return id, nil
+}
+
+// startTigera runs the operator with its own token until the returned
+// stop is called.
+func startTigera(ctx context.Context, id *podtoken.Identity) (*tigeraOperator, context.CancelFunc, error) {
+	dyn, err := dynamic.NewForConfig(id.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	op := &tigeraOperator{dyn: dyn}
+	go op.run(ctx)
+	return op, stop, nil
 }
 
 // helmUninstall deletes everything the chart installed at once, as
-// `helm uninstall` does.
-func (e *Env) helmUninstall(ctx context.Context) error {
-	for _, err := range []error{
-		e.Dynamic.Resource(installationGVR).Delete(ctx, "default", metav1.DeleteOptions{}),
-		e.Kube.AppsV1().Deployments(tigeraNS).Delete(ctx, "tigera-operator", metav1.DeleteOptions{}),
-		e.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, "tigera-operator", metav1.DeleteOptions{}),
-		e.Kube.RbacV1().ClusterRoles().Delete(ctx, "tigera-operator", metav1.DeleteOptions{}),
+// `helm uninstall` does: every DELETE is sent, and those refused (Forbidden:
+// a lien) are returned as kind/name, as helm reports them.
+func (e *Env) helmUninstall(ctx context.Context) ([]string, error) {
+	var refused []string
+	for _, d := range []struct {
+		what string
+		err  error
+	}{
+		{"installation/default", e.Dynamic.Resource(installationGVR).Delete(ctx, "default", metav1.DeleteOptions{})},
+		{"deployment/tigera-operator", e.Kube.AppsV1().Deployments(tigeraNS).Delete(ctx, "tigera-operator", metav1.DeleteOptions{})},
+		{"serviceaccount/tigera-operator", e.Kube.CoreV1().ServiceAccounts(tigeraNS).Delete(ctx, "tigera-operator", metav1.DeleteOptions{})},
+		{"clusterrolebinding/tigera-operator", e.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, "tigera-operator", metav1.DeleteOptions{})},
+		{"clusterrole/tigera-operator", e.Kube.RbacV1().ClusterRoles().Delete(ctx, "tigera-operator", metav1.DeleteOptions{})},
 	} {
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+		switch {
+		case d.err == nil, apierrors.IsNotFound(d.err):
+		case apierrors.IsForbidden(d.err):
+			refused = append(refused, d.what)
+		default:
+			return nil, fmt.Errorf("deleting %s: %w", d.what, d.err)
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 // tigeraLeft lists what of the chart's objects still exists.
@@ -163,6 +214,27 @@ func (e *Env) tigeraLeft(ctx context.Context) []string {
 	}
 	if _, err := e.Kube.RbacV1().ClusterRoleBindings().Get(ctx, "tigera-operator", metav1.GetOptions{}); err == nil {
 		left = append(left, "clusterrolebinding/tigera-operator")
+	}
+	if _, err := e.Kube.CoreV1().ServiceAccounts(tigeraNS).Get(ctx, "tigera-operator", metav1.GetOptions{}); err == nil {
+		left = append(left, "serviceaccount/tigera-operator")
+	}
+	return left
+}
+
+// tigeraPodsLeft lists the operator's Pods and ReplicaSets still there:
+// the garbage collector deletes them once the Deployment is gone.
+func (e *Env) tigeraPodsLeft(ctx context.Context) []string {
+	var left []string
+	selector := metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: tigeraLabels})
+	if l, err := e.Kube.AppsV1().ReplicaSets(tigeraNS).List(ctx, metav1.ListOptions{LabelSelector: selector}); err == nil {
+		for _, rs := range l.Items {
+			left = append(left, "replicaset/"+rs.Name)
+		}
+	}
+	if l, err := e.Kube.CoreV1().Pods(tigeraNS).List(ctx, metav1.ListOptions{LabelSelector: selector}); err == nil {
+		for _, p := range l.Items {
+			left = append(left, "pod/"+p.Name)
+		}
 	}
 	return left
 }
@@ -193,48 +265,53 @@ func (e *Env) waitTeardown(ctx context.Context, name, typ string, timeout time.D
 }
 
 // operatorUninstall is problem 2: `helm uninstall` deletes an operator's
-// RBAC and Deployment together with its CR, so the CR's finalizer can never
-// run. Then with a Teardown plan: the Deployment's deletion starts the plan,
-// the RBAC is kept until the CR is finalized, then everything goes.
+// ServiceAccount, RBAC and Deployment together with its CR, so the CR's
+// finalizer can never run. Then with a Teardown plan: the Deployment's
+// deletion starts the plan, the operator's identity and RBAC are kept
+// working until the CR is finalized, then everything goes. The operator
+// acts with a token of its ServiceAccount bound to a Pod of its Deployment.
 var operatorUninstall = Scenario{
 	Name:  "operator-uninstall",
-	Title: "helm uninstall removes an operator's RBAC before its CR's finalizer can run (tigera)",
+	Title: "helm uninstall removes an operator's identity and RBAC before its CR's finalizer can run (tigera)",
 	Run: func(ctx context.Context, e *Env) (Outcome, error) {
 		if err := e.ensureCRD(ctx, crdFor(installationGVR, "Installation", apiextensionsv1.ClusterScoped), installationGVR); err != nil {
-			return Outcome{}, err
-		}
-		asOperator := rest.CopyConfig(e.Config)
-		asOperator.Impersonate = rest.ImpersonationConfig{UserName: tigeraUser}
-		dyn, err := dynamic.NewForConfig(asOperator)
-		if err != nil {
 			return Outcome{}, err
 		}
 		var out Outcome
 
 		// Without teardown.
-		if err := e.installTigera(ctx); err != nil {
+		id, err := e.installTigera(ctx)
+		if err != nil {
 			return Outcome{}, err
 		}
-		opCtx, stop := context.WithCancel(ctx)
-		op := &tigeraOperator{dyn: dyn}
-		go op.run(opCtx)
-		e.say("the chart installed deployment/tigera-operator, its clusterrole and binding, and installation/default\n(the operator's finalizer %s cleans up before the Installation may go)", tigeraFinalizer)
-		if err := e.helmUninstall(ctx); err != nil {
+		op, stop, err := startTigera(ctx, id)
+		if err != nil {
+			return Outcome{}, err
+		}
+		e.say("the chart installed deployment/tigera-operator, its serviceaccount, clusterrole and binding, and installation/default\n"+
+			"(the operator's finalizer %s cleans up before the Installation may go);\n"+
+			"the operator runs as %s, with a token bound to pod/%s (TokenRequest)", tigeraFinalizer, id.Username, id.Pod.Name)
+		uninstalled := time.Now()
+		if _, err := e.helmUninstall(ctx); err != nil {
 			stop()
 			return Outcome{}, err
 		}
-		time.Sleep(8 * time.Second)
+		// kube-apiserver caches a token's authentication for a few seconds:
+		// wait until the operator is refused as unauthenticated.
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return op.isUnauthorized(), nil
+		})
 		stop()
 		out.LeftWithout = e.tigeraLeft(ctx)
 		detail := ""
 		if msg := op.firstError(); msg != "" {
 			detail = "\noperator: " + shorten(msg, 200)
 		}
-		e.say("helm uninstall (everything at once): 8s later still there: %s%s", orNothing(out.LeftWithout), detail)
+		e.say("helm uninstall (everything at once): %s later still there: %s%s", time.Since(uninstalled).Round(time.Second), orNothing(out.LeftWithout), detail)
 		// Clean up by hand: what a person ends up doing.
 		_, _ = e.Dynamic.Resource(installationGVR).Patch(ctx, "default", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			return len(e.tigeraLeft(ctx)) == 0, nil
+			return len(e.tigeraLeft(ctx))+len(e.tigeraPodsLeft(ctx)) == 0, nil
 		}); err != nil {
 			return Outcome{}, fmt.Errorf("cleaning up before the second half: %w", err)
 		}
@@ -244,19 +321,22 @@ var operatorUninstall = Scenario{
 		if err := e.StartTeardown(ctx); err != nil {
 			return Outcome{}, err
 		}
-		if err := e.installTigera(ctx); err != nil {
+		if id, err = e.installTigera(ctx); err != nil {
 			return Outcome{}, err
 		}
-		opCtx, stop = context.WithCancel(ctx)
+		op, stop, err = startTigera(ctx, id)
+		if err != nil {
+			return Outcome{}, err
+		}
 		defer stop()
-		op = &tigeraOperator{dyn: dyn}
-		go op.run(opCtx)
 		plan := &v1alpha1.Teardown{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Teardown"},
 			ObjectMeta: metav1.ObjectMeta{Name: "tigera-operator-uninstall"},
 			Spec: v1alpha1.TeardownSpec{
 				Trigger: &v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: tigeraNS, Name: "tigera-operator"},
 				KeepUntilDone: []v1alpha1.ClusterLienTarget{
+					{APIVersion: "v1", Kind: "ServiceAccount", Namespace: tigeraNS, Name: "tigera-operator"},
+					{APIVersion: "v1", Kind: "Pod", Namespace: tigeraNS, Selector: &metav1.LabelSelector{MatchLabels: tigeraLabels}},
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "tigera-operator"},
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Name: "tigera-operator"},
 				},
@@ -273,21 +353,27 @@ var operatorUninstall = Scenario{
 		if _, err := e.waitTeardown(ctx, plan.Name, v1alpha1.ConditionArmed, time.Minute); err != nil {
 			return Outcome{}, fmt.Errorf("waiting for the plan to be armed: %w", err)
 		}
-		e.say("teardown installed; Teardown tigera-operator-uninstall armed on deployment/tigera-operator:\nkeep the clusterrole and binding until step delete-installations finished")
+		e.say("teardown installed; Teardown tigera-operator-uninstall armed on deployment/tigera-operator:\n" +
+			"keep the serviceaccount, the operator's pod, the clusterrole and binding until step delete-installations finished")
 		started := time.Now()
-		if err := e.helmUninstall(ctx); err != nil {
+		refused, err := e.helmUninstall(ctx)
+		if err != nil {
 			return Outcome{}, err
+		}
+		if len(refused) > 0 {
+			e.say("helm uninstall (everything at once): the DELETE of %s refused while the plan runs", strings.Join(refused, ", "))
 		}
 		phase, err := e.waitTeardown(ctx, plan.Name, "", 2*time.Minute)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("waiting for the plan (phase %s): %w", phase, err)
 		}
 		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			return len(e.tigeraLeft(ctx)) == 0, nil
+			return len(e.tigeraLeft(ctx))+len(e.tigeraPodsLeft(ctx)) == 0, nil
 		}); err != nil {
-			out.Left = e.tigeraLeft(ctx)
+			out.Left = append(e.tigeraLeft(ctx), e.tigeraPodsLeft(ctx)...)
 		}
-		e.say("helm uninstall (everything at once): the operator kept its RBAC, finalized installation/default,\nthe plan Succeeded and released the rest: all gone after %s", time.Since(started).Round(100*time.Millisecond))
+		e.say("the operator, still itself, finalized installation/default; the plan Succeeded and released the rest:\n"+
+			"all gone after %s", time.Since(started).Round(100*time.Millisecond))
 		_ = e.Dynamic.Resource(teardownGVR).Delete(ctx, plan.Name, metav1.DeleteOptions{})
 		_ = e.Kube.CoreV1().Namespaces().Delete(ctx, tigeraNS, metav1.DeleteOptions{})
 		out.Summary = fmt.Sprintf("without teardown: STUCK %s; with teardown: %s", strings.Join(out.LeftWithout, ", "), leftOrClean(out.Left))
