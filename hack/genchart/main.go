@@ -47,13 +47,17 @@ func run() error {
 	}
 	for _, name := range []string{"lien-deny.yaml", "lien-eviction.yaml", "lien-tamper.yaml", "lien-rights.yaml", "owner-links.yaml", "teardown-foreground.yaml"} {
 		if err := copyFile("config/policy/"+name, "charts/teardown/templates/"+name, func(s string) string {
-			s = strings.ReplaceAll(s, ns, templateNS)
-			s = strings.ReplaceAll(s, "  controllerUsers: system:serviceaccount:teardown-system:teardown-controller",
-				`  controllerUsers: {{ prepend .Values.controllerUsers (printf "system:serviceaccount:%s:teardown-controller" .Release.Namespace) | sortAlpha | uniq | join "," | quote }}`)
-			return strings.ReplaceAll(s, "  breakGlassGroups: teardown.dev:break-glass", `  breakGlassGroups: {{ .Values.breakGlassGroups | join "," | quote }}`)
+			return strings.ReplaceAll(s, ns, templateNS)
 		}); err != nil {
 			return err
 		}
+	}
+	if err := copyFile("config/policy/trust.yaml", "charts/teardown/templates/trust.yaml", func(s string) string {
+		s = strings.ReplaceAll(s, "  controllerUsers: [system:serviceaccount:teardown-system:teardown-controller]",
+			`  controllerUsers: {{ prepend .Values.controllerUsers (printf "system:serviceaccount:%s:teardown-controller" .Release.Namespace) | sortAlpha | uniq | toJson }}`)
+		return strings.ReplaceAll(s, "  breakGlassGroups: [teardown.dev:break-glass]", `  breakGlassGroups: {{ .Values.breakGlassGroups | toJson }}`)
+	}); err != nil {
+		return err
 	}
 	// The MutatingAdmissionPolicy for Helm's release records needs
 	// Kubernetes 1.36: a value turns it off on older clusters.

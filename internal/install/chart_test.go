@@ -103,6 +103,17 @@ func decode(t *testing.T, stream string) map[string]map[string]any {
 	}
 }
 
+// withoutKind drops the documents of one kind from a YAML stream.
+func withoutKind(stream, kind string) string {
+	var kept []string
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		if !strings.Contains("\n"+doc+"\n", "\nkind: "+kind+"\n") {
+			kept = append(kept, doc)
+		}
+	}
+	return strings.Join(kept, "\n---\n")
+}
+
 func installed(t *testing.T, image string) map[string]map[string]any {
 	t.Helper()
 	objs, err := install.Objects(install.Options{ControllerImage: image})
@@ -159,7 +170,9 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 	kubeconfig := cluster.KubeconfigPath()
 	rendered := run(t, nil, helm, "template", "teardown", "charts/teardown", "-n", install.Namespace, "--include-crds")
 	run(t, strings.NewReader(rendered), "kubectl", "--kubeconfig", kubeconfig, "create", "namespace", install.Namespace)
-	run(t, strings.NewReader(rendered), "kubectl", "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
+	// A server-side dry run cannot know the Trust before its CRD exists
+	// (helm install applies crds/ first): every other object is checked.
+	run(t, strings.NewReader(withoutKind(rendered, "Trust")), "kubectl", "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
 	run(t, nil, helm, "--kubeconfig", kubeconfig, "install", "teardown", "charts/teardown", "-n", install.Namespace)
 
 	cs, err := kubernetes.NewForConfig(cluster.RESTConfig())
@@ -204,8 +217,8 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(install.Namespace).Get(ctx, "teardown-controller", metav1.GetOptions{}); err != nil {
 		t.Errorf("the Deployment should outlive the hook (Helm deletes it after): %v", err)
 	}
-	if _, err := cs.CoreV1().ConfigMaps(install.Namespace).Get(ctx, "teardown-policy", metav1.GetOptions{}); err != nil {
-		t.Errorf("the ConfigMap teardown-policy should outlive the hook (Helm deletes it after): %v", err)
+	if _, err := install.ReadTrust(ctx, cluster.RESTConfig()); err != nil {
+		t.Errorf("the Trust teardown should outlive the hook (Helm deletes it after): %v", err)
 	}
 	if err := doctortest.CompleteJob(ctx, jobs, job); err != nil {
 		t.Fatal(err)

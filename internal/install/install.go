@@ -34,7 +34,7 @@ import (
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
-// Namespace is where teardown's controller and its policy parameters live.
+// Namespace is where teardown's controller lives.
 const Namespace = "teardown-system"
 
 // ControllerUser is the identity of the in-cluster controller.
@@ -97,15 +97,15 @@ func Objects(opts Options) ([]*unstructured.Unstructured, error) {
 				return nil, err
 			}
 		}
-		if u.GetKind() == "ConfigMap" && u.GetName() == "teardown-policy" {
-			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")
-			all := append(strings.Split(users, ","), opts.ControllerUsers...)
+		if u.GetKind() == "Trust" {
+			users, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "controllerUsers")
+			all := append(users, opts.ControllerUsers...)
 			slices.Sort(all)
-			if err := unstructured.SetNestedField(u.Object, strings.Join(slices.Compact(all), ","), "data", "controllerUsers"); err != nil {
+			if err := unstructured.SetNestedStringSlice(u.Object, slices.Compact(all), "spec", "controllerUsers"); err != nil {
 				return nil, err
 			}
 			if len(opts.BreakGlassGroups) > 0 {
-				if err := unstructured.SetNestedField(u.Object, strings.Join(opts.BreakGlassGroups, ","), "data", "breakGlassGroups"); err != nil {
+				if err := unstructured.SetNestedStringSlice(u.Object, opts.BreakGlassGroups, "spec", "breakGlassGroups"); err != nil {
 					return nil, err
 				}
 			}
@@ -159,6 +159,7 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 			if err := waitEstablished(ctx, c.dyn, u.GetName()); err != nil {
 				return err
 			}
+			meta.MaybeResetRESTMapper(c.mapper) // Trust is applied next
 		}
 	}
 	if err := waitEnforced(ctx, cfg); err != nil {
@@ -169,11 +170,11 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 		return err
 	}
 	for _, u := range objs {
-		if u.GetKind() == "ConfigMap" && u.GetName() == PolicyConfigMap {
-			users, _, _ := unstructured.NestedString(u.Object, "data", "controllerUsers")
-			groups, _, _ := unstructured.NestedString(u.Object, "data", "breakGlassGroups")
+		if u.GetKind() == "Trust" {
+			users, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "controllerUsers")
+			groups, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "breakGlassGroups")
 			fmt.Fprintf(out, "the lien policies trust %s to change lien markers: run the controller as one of them (teardown controller impersonates %s when it may)\n",
-				Trust{ControllerUsers: list(users), BreakGlassGroups: list(groups)}, ControllerUser)
+				Trust{ControllerUsers: users, BreakGlassGroups: groups}, ControllerUser)
 		}
 	}
 	return nil

@@ -26,6 +26,7 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"CustomResourceDefinition/liens.teardown.dev",
 		"CustomResourceDefinition/clusterliens.teardown.dev",
 		"CustomResourceDefinition/teardowns.teardown.dev",
+		"CustomResourceDefinition/trusts.teardown.dev",
 		"Namespace/teardown-system",
 		"ServiceAccount/teardown-controller",
 		"ClusterRole/teardown-controller",
@@ -33,13 +34,13 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ClusterRoleBinding/teardown-controller",
 		"Role/teardown-leader-election",
 		"RoleBinding/teardown-leader-election",
+		"Trust/teardown",
 		"ValidatingAdmissionPolicy/teardown-lien-deny",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-deny",
 		"ValidatingAdmissionPolicy/teardown-lien-eviction",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-eviction",
 		"ValidatingAdmissionPolicy/teardown-lien-tamper",
 		"ValidatingAdmissionPolicyBinding/teardown-lien-tamper",
-		"ConfigMap/teardown-policy",
 		"MutatingAdmissionPolicy/teardown-lien-helm",
 		"MutatingAdmissionPolicyBinding/teardown-lien-helm",
 		"ValidatingAdmissionPolicy/teardown-lien-rights",
@@ -65,18 +66,18 @@ func TestOptionsSetThePolicyParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var data map[string]string
+	var spec map[string]any
 	for _, u := range objs {
-		if u.GetKind() == "ConfigMap" && u.GetName() == "teardown-policy" {
-			data, _, _ = unstructured.NestedStringMap(u.Object, "data")
+		if u.GetKind() == "Trust" && u.GetName() == "teardown" {
+			spec, _, _ = unstructured.NestedMap(u.Object, "spec")
 		}
 	}
-	want := map[string]string{
-		"controllerUsers":  ControllerUser + ",teardown:admin",
-		"breakGlassGroups": "ops,sre",
+	want := map[string]any{
+		"controllerUsers":  []any{ControllerUser, "teardown:admin"},
+		"breakGlassGroups": []any{"ops", "sre"},
 	}
-	if diff := cmp.Diff(want, data); diff != "" {
-		t.Errorf("teardown-policy data (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, spec); diff != "" {
+		t.Errorf("Trust teardown spec (-want +got):\n%s", diff)
 	}
 }
 

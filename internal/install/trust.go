@@ -8,28 +8,39 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
-// PolicyConfigMap holds the lien tamper policy's parameters: who may change
-// lien markers.
-const PolicyConfigMap = "teardown-policy"
-
 // Trust is who the lien policies let change lien markers: the controller's
-// users, and people in the break-glass groups.
+// users, and people in the break-glass groups (the spec of the Trust
+// object named teardown).
 type Trust struct {
 	ControllerUsers  []string
 	BreakGlassGroups []string
 }
 
+var trustGVR = v1alpha1.GroupVersion.WithResource("trusts")
+
 // ReadTrust reads the trust the installed policies use.
-func ReadTrust(ctx context.Context, cs kubernetes.Interface) (Trust, error) {
-	cm, err := cs.CoreV1().ConfigMaps(Namespace).Get(ctx, PolicyConfigMap, metav1.GetOptions{})
+func ReadTrust(ctx context.Context, cfg *rest.Config) (Trust, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return Trust{}, fmt.Errorf("reading ConfigMap %s/%s, the lien policies' parameters: %w", Namespace, PolicyConfigMap, err)
+		return Trust{}, err
 	}
-	return Trust{ControllerUsers: list(cm.Data["controllerUsers"]), BreakGlassGroups: list(cm.Data["breakGlassGroups"])}, nil
+	u, err := dyn.Resource(trustGVR).Get(ctx, v1alpha1.TrustName, metav1.GetOptions{})
+	if err != nil {
+		return Trust{}, fmt.Errorf("reading Trust %s, the lien policies' parameters: %w", v1alpha1.TrustName, err)
+	}
+	var t v1alpha1.Trust
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &t); err != nil {
+		return Trust{}, fmt.Errorf("decoding Trust %s: %w", v1alpha1.TrustName, err)
+	}
+	return Trust{ControllerUsers: t.Spec.ControllerUsers, BreakGlassGroups: t.Spec.BreakGlassGroups}, nil
 }
 
 // Trusts reports whether the policies let user (in groups) change lien markers.
@@ -44,16 +55,6 @@ func (t Trust) String() string {
 		s += "; break-glass groups " + strings.Join(t.BreakGlassGroups, ", ")
 	}
 	return s
-}
-
-func list(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // WhoAmI is the identity cfg authenticates as, by a SelfSubjectReview.

@@ -80,6 +80,7 @@ func liveObjects(t *testing.T, dyn dynamic.Interface) map[string]bool {
 		"ValidatingAdmissionPolicy": "validatingadmissionpolicies", "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 		"MutatingAdmissionPolicy": "mutatingadmissionpolicies", "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
 		"ConfigMap": "configmaps", "Deployment": "deployments", "PodDisruptionBudget": "poddisruptionbudgets", "Service": "services",
+		"Trust": "trusts",
 	}
 	out := map[string]bool{}
 	for _, u := range objs {

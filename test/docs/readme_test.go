@@ -56,7 +56,7 @@ func TestInstallingOnACluster(t *testing.T) {
 		case "install":
 			out := run(t, line)
 			if strings.Contains(line, "--dry-run") {
-				for _, want := range []string{"kind: CustomResourceDefinition", "kind: ValidatingAdmissionPolicy", "name: teardown-policy"} {
+				for _, want := range []string{"kind: CustomResourceDefinition", "kind: ValidatingAdmissionPolicy", "kind: Trust"} {
 					if !strings.Contains(out, want) {
 						t.Errorf("%s: output lacks %q", line, want)
 					}

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -41,8 +42,8 @@ func TestHelmReleasesOfNeedsClusterWideDelete(t *testing.T) {
 	waitAllowed(t, editor, "create", clusterLiensGR, "", "")
 	waitAllowed(t, editor, "delete", schema.GroupResource{Resource: "secrets"}, ns, "")
 	refused(t, "an editor of one namespace's helmReleasesOf", editor.Create(ctx, releases("editor-foos"), client.DryRunAll),
-		"helmReleasesOf: system:serviceaccount:"+ns+":editor may not delete secrets and configmaps cluster-wide",
-		"only someone who could delete them may create it")
+		"helmReleasesOf: system:serviceaccount:"+ns+":editor may not delete secrets cluster-wide",
+		"only someone who could delete both may create it")
 
 	secretsOnly := serviceAccount(t, ns, "secrets-only", nil)
 	clusterRights(t, secretsOnly, createCL, mayDelete("", "secrets"))
@@ -70,10 +71,15 @@ func TestHelmReleasesOfNeedsClusterWideDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), cl) })
-	if err := editor.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
-		t.Fatal(err)
-	}
-	cl.Spec.Protect, cl.Spec.HelmReleasesOf = nil, releases("").Spec.HelmReleasesOf
-	refused(t, "an editor's update of a ClusterLien to helmReleasesOf", editor.Update(ctx, cl, client.DryRunAll),
-		"helmReleasesOf: system:serviceaccount:"+ns+":editor may not delete secrets and configmaps cluster-wide")
+	// The controller writes its finalizer and status meanwhile: the
+	// update is retried on a conflict, never on the refusal.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := editor.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
+			return err
+		}
+		cl.Spec.Protect, cl.Spec.HelmReleasesOf = nil, releases("").Spec.HelmReleasesOf
+		return editor.Update(ctx, cl, client.DryRunAll)
+	})
+	refused(t, "an editor's update of a ClusterLien to helmReleasesOf", err,
+		"helmReleasesOf: system:serviceaccount:"+ns+":editor may not delete secrets cluster-wide")
 }

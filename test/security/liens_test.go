@@ -345,8 +345,8 @@ func TestALienHeldByWhatItProtectsIsRefused(t *testing.T) {
 }
 
 // TestTeardownsOwnObjectsCannotBeProtected: teardown's admission policies
-// and bindings, and its ConfigMap teardown-policy, cannot be protected by
-// anyone: uninstalling teardown deletes them, a lien could hold them.
+// and bindings, and the Trust they read, cannot be protected by anyone:
+// uninstalling teardown deletes them, a lien could hold them.
 func TestTeardownsOwnObjectsCannotBeProtected(t *testing.T) {
 	ctx := context.Background()
 	clusterLien := func(targets ...v1alpha1.ClusterLienTarget) *v1alpha1.ClusterLien {
@@ -357,7 +357,7 @@ func TestTeardownsOwnObjectsCannotBeProtected(t *testing.T) {
 	}
 	const ar = "admissionregistration.k8s.io/v1"
 	policy := "protect[0]: the teardown admission policies and bindings (teardown-*) may not be protected, nor admission policies by selector"
-	params := "protect[0]: the ConfigMap " + install.Namespace + "/teardown-policy holds teardown policy parameters and may not be protected"
+	params := "protect[0]: a lien may not protect Trust objects (teardown.dev kinds)"
 	cases := []struct {
 		name   string
 		target v1alpha1.ClusterLienTarget
@@ -366,8 +366,8 @@ func TestTeardownsOwnObjectsCannotBeProtected(t *testing.T) {
 		{"the deny policy", v1alpha1.ClusterLienTarget{APIVersion: ar, Kind: "ValidatingAdmissionPolicy", Name: "teardown-lien-deny"}, policy},
 		{"the rights binding", v1alpha1.ClusterLienTarget{APIVersion: ar, Kind: "ValidatingAdmissionPolicyBinding", Name: "teardown-lien-rights"}, policy},
 		{"every policy binding", v1alpha1.ClusterLienTarget{APIVersion: ar, Kind: "ValidatingAdmissionPolicyBinding", Selector: &metav1.LabelSelector{}}, policy},
-		{"teardown-policy", v1alpha1.ClusterLienTarget{APIVersion: "v1", Kind: "ConfigMap", Namespace: install.Namespace, Name: "teardown-policy"}, params},
-		{"the ConfigMaps of teardown-system", v1alpha1.ClusterLienTarget{APIVersion: "v1", Kind: "ConfigMap", Namespace: install.Namespace, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}, params},
+		{"the Trust", v1alpha1.ClusterLienTarget{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Trust", Name: v1alpha1.TrustName}, params},
+		{"every Trust", v1alpha1.ClusterLienTarget{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Trust", Selector: &metav1.LabelSelector{}}, params},
 		{"another policy", v1alpha1.ClusterLienTarget{APIVersion: ar, Kind: "ValidatingAdmissionPolicy", Name: "someone-elses"}, ""},
 		{"another ConfigMap of teardown-system", v1alpha1.ClusterLienTarget{APIVersion: "v1", Kind: "ConfigMap", Namespace: install.Namespace, Name: "other"}, ""},
 	}
@@ -384,11 +384,11 @@ func TestTeardownsOwnObjectsCannotBeProtected(t *testing.T) {
 	l := &v1alpha1.Lien{
 		ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "teardowns-own"},
 		Spec: v1alpha1.LienSpec{
-			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "teardown-policy"}},
+			Protect: []v1alpha1.LienTarget{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Trust", Name: v1alpha1.TrustName}},
 			Reason:  "the security suite needs it",
 		},
 	}
-	refused(t, "system:masters' Lien on teardown-policy", admin.Create(ctx, l, client.DryRunAll), params)
+	refused(t, "system:masters' Lien on the Trust", admin.Create(ctx, l, client.DryRunAll), params)
 }
 
 // pluralGroup serves the CRDs of TestRightsGuessEveryServedResource, one

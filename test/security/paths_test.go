@@ -521,19 +521,19 @@ func TestImpersonatingTheControllerIsRefused(t *testing.T) {
 }
 
 // TestPolicyParametersAreOutsideTheEditorsReach: who is trusted comes from
-// the ConfigMap teardown-system/teardown-policy; the editor of an
-// application namespace can neither change it nor read it.
+// the cluster-scoped Trust teardown; the editor of an application
+// namespace can neither change it nor read it.
 func TestPolicyParametersAreOutsideTheEditorsReach(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "params")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
-	params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "teardown-policy"}}
-	patch := fmt.Sprintf(`{"data":{"controllerUsers":"system:serviceaccount:%s:editor"}}`, ns)
+	params := &v1alpha1.Trust{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.TrustName}}
+	patch := fmt.Sprintf(`{"spec":{"controllerUsers":["system:serviceaccount:%s:editor"]}}`, ns)
 	if err := editor.Patch(ctx, params, client.RawPatch(types.MergePatchType, []byte(patch))); !apierrors.IsForbidden(err) {
-		t.Errorf("editor changing teardown-policy: %v, want Forbidden", err)
+		t.Errorf("editor changing Trust teardown: %v, want Forbidden", err)
 	}
 	if err := editor.Get(ctx, client.ObjectKeyFromObject(params), params); !apierrors.IsForbidden(err) {
-		t.Errorf("editor reading teardown-policy: %v, want Forbidden", err)
+		t.Errorf("editor reading Trust teardown: %v, want Forbidden", err)
 	}
 }
 
@@ -578,4 +578,38 @@ func TestEvictionPolicySeesNewPodsAfterReinstall(t *testing.T) {
 		return evict("since") != nil, nil
 	})
 	refused(t, "editor evicting the pod protected since", evict("since"), "eviction of pod "+ns+"/since is refused", lienName)
+}
+
+// TestTrustChangesAreSeenAfterReinstall: the policies read the Trust, a
+// kind of teardown's own, for which kube-apiserver starts a new informer
+// each time a policy reading it is installed (a ConfigMap's informer, once
+// stopped by an uninstall, was never started again: kube-apiserver kept the
+// old parameters until it restarted). A user trusted by a reinstall may
+// write the lien markers at once, and no longer once the Trust drops them.
+func TestTrustChangesAreSeenAfterReinstall(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "trust")
+	operator := serviceAccount(t, ns, "operator", nil, "edit")
+	user := "system:serviceaccount:" + ns + ":operator"
+	marked := func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "marked", Labels: map[string]string{lien.Label: lien.LabelDeny}}}
+		return operator.Create(ctx, cm, client.DryRunAll)
+	}
+	refused(t, "an untrusted user creating a lien-labelled ConfigMap", marked(), "with the label teardown.dev/lien is refused")
+	if err := install.Uninstall(ctx, cfg, install.UninstallOptions{PoliciesOnly: true}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := install.Apply(ctx, cfg, install.Options{ControllerUsers: []string{"teardown:admin", user}}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the user the reinstall trusts to create a lien-labelled ConfigMap", func(ctx context.Context) (bool, error) {
+		return marked() == nil, nil
+	})
+	if err := install.Apply(ctx, cfg, install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the user the Trust no longer names to be refused", func(ctx context.Context) (bool, error) {
+		return marked() != nil, nil
+	})
+	refused(t, "a user no longer trusted creating a lien-labelled ConfigMap", marked(), "with the label teardown.dev/lien is refused")
 }

@@ -27,9 +27,8 @@ func NewCommand(flags *genericclioptions.ConfigFlags) *cobra.Command {
 		Long: `Runs teardown's controllers: in the cluster as the teardown-controller service
 account, or from a workstation with a kubeconfig.
 
-Only the identities the lien policies trust (ConfigMap
-teardown-system/teardown-policy, set by teardown install) may change lien
-markers. At start the controller asks kube-apiserver who it is: if the
+Only the identities the lien policies trust (the Trust named teardown, set by
+teardown install) may change lien markers. At start the controller asks kube-apiserver who it is: if the
 policies trust that identity it acts as itself; if not, and it may impersonate
 the teardown-controller service account (a cluster admin may), it acts as
 that service account; otherwise it refuses to start and prints the command

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/localcluster"
@@ -238,15 +239,15 @@ func TestUntrustedControllerRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// alice may read whom the policies trust, and nothing else.
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "alice-reads-policy"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{install.PolicyConfigMap}, Verbs: []string{"get"}}}}
-	if _, err := cs.RbacV1().Roles(install.Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "alice-reads-trust"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"trusts"}, ResourceNames: []string{v1alpha1.TrustName}, Verbs: []string{"get"}}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "alice-reads-policy"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-reads-trust"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}
-	if _, err := cs.RbacV1().RoleBindings(install.Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

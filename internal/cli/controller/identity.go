@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/install"
 )
 
@@ -30,10 +31,10 @@ func trustedConfig(ctx context.Context, cfg *rest.Config, log io.Writer) (*rest.
 	if err != nil {
 		return nil, err
 	}
-	trust, err := install.ReadTrust(ctx, cs)
+	trust, err := install.ReadTrust(ctx, cfg)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("teardown is not installed on this cluster (no ConfigMap %s/%s): run `teardown install` first", install.Namespace, install.PolicyConfigMap)
+		return nil, fmt.Errorf("teardown is not installed on this cluster (no Trust %s): run `teardown install` first", v1alpha1.TrustName)
 	case apierrors.IsForbidden(err):
 		// The in-cluster service account may not read it, and is trusted
 		// by install itself.

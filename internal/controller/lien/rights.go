@@ -49,7 +49,7 @@ func (r *Reconciler) explainForbidden(ctx context.Context, o object, fe *forbidd
 		return cond
 	}
 	cond.Reason = ReasonAdmissionDenied
-	cond.Message = fmt.Sprintf("writing the lien markers of %s %s was refused by admission: %v; if the tamper policy refused it, add the controller's user to controllerUsers in ConfigMap teardown-system/teardown-policy (teardown install --controller-user)",
+	cond.Message = fmt.Sprintf("writing the lien markers of %s %s was refused by admission: %v; if the tamper policy refused it, add the controller's user to spec.controllerUsers of the Trust teardown (teardown install --controller-user)",
 		fe.gvk.Kind, qualified(fe.namespace, fe.name), fe.err)
 	return cond
 }
