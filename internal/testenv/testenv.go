@@ -45,6 +45,15 @@ func Scheme() *runtime.Scheme {
 // start with the admin configuration, runs the tests, then calls stop and
 // stops the control plane. TEARDOWN_TEST_LOG=1 shows the controllers' log.
 func Main(m *testing.M, start func(cfg *rest.Config) error, stop func()) {
+	code := run(m, start, stop)
+	os.Exit(code)
+}
+
+// Kubeconfig is the path of the control plane's admin kubeconfig, for the
+// tests that run the CLI as a person would; set by Main.
+var Kubeconfig string
+
+func run(m *testing.M, start func(cfg *rest.Config) error, stop func()) int {
 	logTo := io.Discard
 	if os.Getenv("TEARDOWN_TEST_LOG") != "" {
 		logTo = os.Stderr
@@ -53,8 +62,9 @@ func Main(m *testing.M, start func(cfg *rest.Config) error, stop func()) {
 	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	Kubeconfig = c.KubeconfigPath()
 	code := func() int {
 		cfg := c.RESTConfig()
 		if err := install.Apply(context.Background(), cfg, install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
@@ -72,7 +82,7 @@ func Main(m *testing.M, start func(cfg *rest.Config) error, stop func()) {
 		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
 		code = 1
 	}
-	os.Exit(code)
+	return code
 }
 
 // StartManager runs mgr until stop is called, returning once its caches

@@ -204,7 +204,14 @@ func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schem
 // listOrGet lists with opts, or gets the one named object into the list.
 func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.GroupVersionKind, sel v1alpha1.Selection, opts []client.ListOption) error {
 	if sel.Name == "" {
-		if err := r.Client.List(ctx, l, opts...); err != nil {
+		err := r.Client.List(ctx, l, opts...)
+		if apierrors.IsNotFound(err) {
+			// The kind is no longer served (its CRD went after the mapper
+			// read it): nothing of it is left. The mapper reads again.
+			meta.MaybeResetRESTMapper(r.Client.RESTMapper())
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvk.Kind, Refused(err, "list", gvk, sel.Namespace, ""))
 		}
 		return nil

@@ -35,6 +35,8 @@ type Facts struct {
 	// DryRun is the server's answer to a dry-run DELETE, by UID: "" when
 	// accepted, else the refusal. Objects not asked are absent.
 	DryRun map[types.UID]string
+	// Plans are the cluster's Teardowns.
+	Plans []doctor.Plan
 }
 
 // Actions on a node.
@@ -85,6 +87,9 @@ type Plan struct {
 	Blocked  []string `json:"blocked"`
 	Orphaned []string `json:"orphaned"`
 	Kept     []string `json:"kept"`
+	// Teardowns say which Teardown plans the deletion runs (a trigger in
+	// the tree) and which keep objects of the tree until they finish.
+	Teardowns []string `json:"teardowns"`
 	// Outcome is the one-line verdict.
 	Outcome string `json:"outcome"`
 }
@@ -156,7 +161,37 @@ func Build(f *Facts) *Plan {
 	g.expand(root, t, 0)
 	g.block(root)
 	g.order(root)
-	return g.summarize(root)
+	p := g.summarize(root)
+	p.Teardowns = g.teardowns(root)
+	return p
+}
+
+// teardowns says, for the objects of the tree, which Teardown plans their
+// deletion runs and which plans keep them until they finish.
+func (g *graph) teardowns(root *Node) []string {
+	out := []string{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		o := g.byUID[n.uid]
+		for _, p := range doctor.TriggeredBy(g.f.Plans, o.Resource.GroupKind(), o.Namespace, o.Name) {
+			if p.Finished() {
+				continue
+			}
+			s := fmt.Sprintf("deleting %s runs Teardown %s first (%s): steps %s", n.fullRef(), p.Name, p.State(), strings.Join(p.Steps, ", "))
+			if len(p.Kept) > 0 {
+				s += fmt.Sprintf("; it keeps %s until it finishes, then deletes them", strings.Join(p.Kept, ", "))
+			}
+			out = append(out, s)
+		}
+		for _, p := range doctor.KeptBy(g.f.Plans, doctor.LiensOf(o.Labels, o.Annotations, o.Finalizers)) {
+			out = append(out, fmt.Sprintf("%s is kept by Teardown %s (%s): its DELETE is refused until the plan finishes, then teardown deletes it", n.fullRef(), p.Name, p.State()))
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
 }
 
 func isNamespace(o *resource.Object) bool {

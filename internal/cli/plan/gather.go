@@ -59,6 +59,7 @@ func Gather(ctx context.Context, c *resource.Clients, t resource.Target, prop Pr
 	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {
 		return nil, err
 	}
+	f.Plans = doctor.GatherPlans(ctx, c.Dynamic)
 	// Confirm admission with the server's dry-run: the target, and what
 	// the plan finds blocked.
 	first := Build(f)

@@ -94,7 +94,7 @@ func Tree(p *Plan, colour bool) string {
 	for _, sec := range []struct {
 		title string
 		items []string
-	}{{"blocked", p.Blocked}, {"orphaned", p.Orphaned}, {"kept", p.Kept}} {
+	}{{"blocked", p.Blocked}, {"orphaned", p.Orphaned}, {"kept", p.Kept}, {"teardown plans", p.Teardowns}} {
 		if len(sec.items) == 0 {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
@@ -83,6 +84,7 @@ func Diagnose(f *Facts) Diagnosis {
 	managers := doctor.FinalizerManagers(obj.GetManagedFields())
 
 	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), gk: f.Target.GVK.GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName(), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
+	d.Findings = append(d.Findings, planFindings(f, d.Deleting)...)
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
@@ -196,6 +198,14 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), doctor.LienLabel))
 		}
 		fd.Facts = append(fd.Facts, Fact{"protects", names(h.refs)})
+		for _, p := range doctor.KeptBy(f.Plans, []doctor.Lien{l}) {
+			fd.Facts = slices.DeleteFunc(fd.Facts, func(f Fact) bool { return f.Label == "held by" })
+			fd.Facts = append(fd.Facts, keptFacts(p)...)
+			fd.Advice = []string{
+				fmt.Sprintf("nothing to do: when the plan has finished, teardown deletes what it kept (the DELETE refused now is done then); kubectl get teardown %s shows its progress", p.Name),
+				fmt.Sprintf("only if the plan must not run to its end: kubectl delete clusterlien %s lets these go now, and the operator may lose its identity half way", p.KeepLien),
+			}
+		}
 		if c, ok := cycles[l.Name]; ok && l.Source == "teardown" {
 			fd.Facts = append(fd.Facts, Fact{"cycle", c})
 			fd.Advice = []string{
@@ -684,6 +694,47 @@ func helmLeftovers(f *Facts, ns string) []Finding {
 		} else {
 			fd.Facts = append(fd.Facts, Fact{"release record", "gone: helm uninstall cannot find these any more"})
 			fd.Advice = []string{"delete them by hand once nothing uses them (teardown orphans lists them)"}
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+// keptFacts say which plan keeps an object, how far it is, and what else
+// it keeps.
+func keptFacts(p doctor.Plan) []Fact {
+	facts := []Fact{{"held by", fmt.Sprintf("Teardown %s: kept until its plan finishes, then deleted", p.Name)}, {"plan", p.State()}}
+	if p.Trigger != nil {
+		facts = append(facts, Fact{"trigger", p.Trigger.Ref()})
+	}
+	return append(facts, Fact{"the plan keeps", names(p.Kept)})
+}
+
+// planFindings explain the Teardown plans that deleting the target runs:
+// the trigger's finalizer (a finding of its own) holds it until they have
+// finished; meanwhile they keep what they list.
+func planFindings(f *Facts, deleting bool) []Finding {
+	gk := f.Target.GVK.GroupKind()
+	var out []Finding
+	for _, p := range doctor.TriggeredBy(f.Plans, gk, f.Object.GetNamespace(), f.Object.GetName()) {
+		if p.Finished() {
+			continue
+		}
+		fd := Finding{Kind: "Plan"}
+		if deleting {
+			fd.Title = fmt.Sprintf("Teardown %s runs its plan before it goes", p.Name)
+		} else {
+			fd.Title = fmt.Sprintf("deleting it runs Teardown %s's plan first", p.Name)
+		}
+		fd.Facts = []Fact{{"plan", p.State()}, {"steps", strings.Join(p.Steps, ", ")}}
+		if len(p.Kept) > 0 {
+			fd.Facts = append(fd.Facts, Fact{"keeps", names(p.Kept) + " (the DELETEs of these are refused until the plan finishes; teardown deletes them then)"})
+		}
+		fd.Advice = append(fd.Advice, fmt.Sprintf("kubectl get teardown %s -o yaml shows each step's progress and what it waits for", p.Name))
+		if p.Phase == string(v1alpha1.PhaseFailed) {
+			fd.Advice = append(fd.Advice,
+				fmt.Sprintf("once the cause is fixed: kubectl annotate teardown %s %s=%s (what teardown run --from-step writes) runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
+				fmt.Sprintf("to give up: kubectl delete teardown %s lets the trigger and what the plan keeps go without the rest of the plan", p.Name))
 		}
 		out = append(out, fd)
 	}

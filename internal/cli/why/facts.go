@@ -28,5 +28,8 @@ type Facts struct {
 	// ListFailures are resources that could not be listed.
 	ListFailures map[string]string
 	LienObjects  map[string]doctor.LienObject
+	// Plans are the cluster's Teardowns: the plans an object's deletion
+	// runs, or that keep it.
+	Plans []doctor.Plan
 	Now          time.Time
 }

@@ -97,6 +97,7 @@ func Gather(ctx context.Context, c *resource.Clients, t resource.Target, now tim
 		return nil, err
 	}
 	f.LienObjects = doctor.GatherLienObjects(ctx, c.Dynamic, lienNames(f))
+	f.Plans = doctor.GatherPlans(ctx, c.Dynamic)
 	return f, nil
 }
 

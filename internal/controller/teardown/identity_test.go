@@ -3,7 +3,9 @@
 package teardown_test
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cli"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
@@ -189,6 +193,35 @@ func TestKeptIdentityKeepsWorking(t *testing.T) {
 	}
 	if !id.authenticates(t, token) {
 		t.Fatal("the token bound to the operator's Pod should authenticate while the plan runs")
+	}
+	// teardown why and plan say what the running plan keeps, and why.
+	saRef := "serviceaccount/" + id.sa.Name
+	state := "running step delete-work (1 of 1)"
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"why", "deployment/" + id.dep.Name, "-n", ns}, []string{
+			"Teardown " + plan.Name + " runs its plan before it goes", "plan: " + state, "steps: delete-work",
+			"keeps: clusterrole.rbac.authorization.k8s.io/" + id.cr.Name, ns + "/" + saRef,
+		}},
+		{[]string{"why", saRef, "-n", ns}, []string{
+			"lien teardown-" + plan.Name + " denies DELETE", "kept by Teardown " + plan.Name + " until its plan finishes; deleted then",
+			"held by: Teardown " + plan.Name + ": kept until its plan finishes, then deleted", "plan: " + state, "trigger: " + ns + "/deployment.apps/" + id.dep.Name,
+			"nothing to do: when the plan has finished, teardown deletes what it kept",
+		}},
+		{[]string{"plan", saRef, "-n", ns}, []string{
+			ns + "/" + saRef + " is kept by Teardown " + plan.Name + " (" + state + "): its DELETE is refused until the plan finishes, then teardown deletes it",
+		}},
+	} {
+		var out, errOut bytes.Buffer
+		cli.Main(ctx, append(append([]string{"teardown"}, c.args...), "--kubeconfig", testenv.Kubeconfig), &out, &errOut)
+		got := strings.Join(strings.Fields(out.String()), " ") // facts are padded into columns
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("teardown %s: the output lacks %q:\n%s%s", strings.Join(c.args, " "), w, out.String(), errOut.String())
+			}
+		}
 	}
 	// The operator does its work with its own token: the leader-election
 	// Role's rights, and the ClusterRole's.
