@@ -31,5 +31,5 @@ type Facts struct {
 	// Plans are the cluster's Teardowns: the plans an object's deletion
 	// runs, or that keep it.
 	Plans []doctor.Plan
-	Now          time.Time
+	Now   time.Time
 }
