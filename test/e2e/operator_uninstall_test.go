@@ -61,7 +61,7 @@ var widgets = []string{"w1", "w2", "w3"}
 // own token, every request succeeding, the last ones after the 90 s mark,
 // and afterwards nothing of the release is left. Without it (the same chart,
 // --set teardown=false), the operator's token stops working with its
-// ServiceAccount (401) and the Widgets keep their finalizer.
+// RBAC and ServiceAccount (403, 401) and the Widgets keep their finalizer.
 func TestOperatorUninstall(t *testing.T) {
 	ctx, k := startTeardown(t)
 	helm := ensureHelm(t)
@@ -127,19 +127,22 @@ func TestOperatorUninstall(t *testing.T) {
 			t.Errorf("helm uninstall without the Teardown: exit %d, want 0 and %q", code, `release "`+r.release+`" uninstalled`)
 		}
 
-		// The ServiceAccount is gone, so its tokens are for ever: once the
-		// operator's cleanup is refused, the Widgets cannot be finalized.
+		// The operator's rights and ServiceAccount are gone, for ever: its
+		// cleanup is refused, 403 when its ClusterRole went first (its
+		// retries then back off for minutes), 401 once its token no
+		// longer authenticates; either way the Widgets cannot be
+		// finalized.
 		var refused record
 		r.op.pollRecords(t, 2*time.Minute, "the operator's cleanup refused", func(recs []record) bool {
 			for _, rec := range recs {
-				if rec.Code == 401 && strings.Contains(rec.Path, "/widgets/") {
+				if (rec.Code == 401 || rec.Code == 403) && strings.Contains(rec.Path, "/widgets/") {
 					refused = rec
 					return true
 				}
 			}
 			return false
 		})
-		t.Logf("the operator's %s %s: %d Unauthorized", refused.Method, refused.Path, refused.Code)
+		t.Logf("the operator's %s %s: %d", refused.Method, refused.Path, refused.Code)
 		if gone, err := testenv.Gone(ctx, k, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "widget-operator"}}); err != nil || !gone {
 			t.Errorf("serviceaccount widget-operator: gone %v (%v), want deleted by helm uninstall", gone, err)
 		}
