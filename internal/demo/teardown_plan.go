@@ -336,7 +336,6 @@ var operatorUninstall = Scenario{
 				Trigger: &v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: tigeraNS, Name: "tigera-operator"},
 				KeepUntilDone: []v1alpha1.ClusterLienTarget{
 					{APIVersion: "v1", Kind: "ServiceAccount", Namespace: tigeraNS, Name: "tigera-operator"},
-					{APIVersion: "v1", Kind: "Pod", Namespace: tigeraNS, Selector: &metav1.LabelSelector{MatchLabels: tigeraLabels}},
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "tigera-operator"},
 					{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Name: "tigera-operator"},
 				},
@@ -354,7 +353,8 @@ var operatorUninstall = Scenario{
 			return Outcome{}, fmt.Errorf("waiting for the plan to be armed: %w", err)
 		}
 		e.say("teardown installed; Teardown tigera-operator-uninstall armed on deployment/tigera-operator:\n" +
-			"keep the serviceaccount, the operator's pod, the clusterrole and binding until step delete-installations finished")
+			"keep the serviceaccount, the clusterrole and binding until step delete-installations finished\n" +
+			"(the operator's pod needs no entry: it stays while the Deployment the plan holds does)")
 		started := time.Now()
 		refused, err := e.helmUninstall(ctx)
 		if err != nil {
