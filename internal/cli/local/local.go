@@ -31,7 +31,10 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 		Long: `Run a real Kubernetes control plane on loopback, built once from the Go module
 proxy at ` + localcluster.KubernetesVersion + ` and cached: etcd, kube-apiserver and
 kube-controller-manager with the garbage collector and the namespace controller,
-so deletion behaves as in a real cluster. No kubelet runs: Pods never start.`,
+so deletion behaves as in a real cluster. No kubelet runs: Pods never start.
+
+` + localcluster.VersionEnv + ` chooses another pinned version (docs/compatibility.md),
+each built and cached apart: ` + localcluster.VersionEnv + `=v1.35.4 teardown local up.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.Dir, "dir", "", "state directory of the local cluster (default: local/ in the cache directory)")
 	cmd.PersistentFlags().StringVar(&o.CacheDir, "build-cache", "", "where the built binaries are cached (default: $TEARDOWN_CACHE, else teardown/ in the user cache directory)")
