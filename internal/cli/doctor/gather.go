@@ -251,8 +251,7 @@ func GatherLienObjects(ctx context.Context, dyn dynamic.Interface, names []strin
 // a ClusterLien); a selector that does not parse matches nothing.
 func holderOf(m map[string]any, kind, lienNS, ns string) Holder {
 	apiVersion, _ := m["apiVersion"].(string)
-	gv, _ := schema.ParseGroupVersion(apiVersion)
-	h := Holder{GroupKind: schema.GroupKind{Group: gv.Group, Kind: kind}, Namespace: ns}
+	h := Holder{GroupKind: groupKind(apiVersion, kind), Namespace: ns}
 	if h.Namespace == "" {
 		h.Namespace = lienNS
 	}

@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
@@ -91,6 +91,7 @@ func GatherPlans(ctx context.Context, dyn dynamic.Interface) []Plan {
 	if err != nil {
 		return nil
 	}
+	kept := keepLiens(ctx, dyn)
 	var out []Plan
 	for _, u := range list.Items {
 		td := &v1alpha1.Teardown{}
@@ -109,23 +110,37 @@ func GatherPlans(ctx context.Context, dyn dynamic.Interface) []Plan {
 		}
 		if len(td.Spec.KeepUntilDone) > 0 {
 			p.KeepLien = teardown.KeepName(td.Name)
-			p.Kept = keptBy(ctx, dyn, p.KeepLien, td.Spec.KeepUntilDone)
+			p.Kept = keptBy(kept[p.KeepLien], td.Spec.KeepUntilDone)
 		}
 		out = append(out, p)
 	}
 	return out
 }
 
-// keptBy lists what the plan's lien found, or its keepUntilDone entries
-// while the lien has not reported yet.
-func keptBy(ctx context.Context, dyn dynamic.Interface, lien string, keep []v1alpha1.ClusterLienTarget) []string {
-	var kept []string
-	if u, err := dyn.Resource(keptLienGVR).Get(ctx, lien, metav1.GetOptions{}); err == nil {
+// keepLiens reads the ClusterLiens that keep plans' keepUntilDone objects
+// (labelled with their Teardown), by name.
+func keepLiens(ctx context.Context, dyn dynamic.Interface) map[string]*v1alpha1.ClusterLien {
+	out := map[string]*v1alpha1.ClusterLien{}
+	list, err := dyn.Resource(keptLienGVR).List(ctx, metav1.ListOptions{LabelSelector: teardown.KeepLabel})
+	if err != nil {
+		return out
+	}
+	for _, u := range list.Items {
 		l := &v1alpha1.ClusterLien{}
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l) == nil {
-			for _, o := range l.Status.Protected {
-				kept = append(kept, objectRef(groupKind(o.APIVersion, o.Kind), o.Namespace, o.Name))
-			}
+			out[l.Name] = l
+		}
+	}
+	return out
+}
+
+// keptBy lists what the plan's lien found, or its keepUntilDone entries
+// while the lien has not reported yet.
+func keptBy(l *v1alpha1.ClusterLien, keep []v1alpha1.ClusterLienTarget) []string {
+	var kept []string
+	if l != nil {
+		for _, o := range l.Status.Protected {
+			kept = append(kept, objectRef(groupKind(o.APIVersion, o.Kind), o.Namespace, o.Name))
 		}
 	}
 	if len(kept) > 0 {
@@ -148,11 +163,7 @@ func groupKind(apiVersion, kind string) schema.GroupKind {
 
 // objectRef is [ns/]kind[.group]/name, as resource.Object.Ref writes it.
 func objectRef(gk schema.GroupKind, ns, name string) string {
-	r := strings.ToLower(gk.Kind)
-	if gk.Group != "" {
-		r += "." + gk.Group
-	}
-	r += "/" + name
+	r := resource.KindRef(gk) + "/" + name
 	if ns != "" {
 		return ns + "/" + r
 	}

@@ -188,7 +188,15 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Facts = append(fd.Facts, Fact{"reason", l.Reason})
 		}
 		lo, ok := f.LienObjects[l.Name]
+		plans := doctor.KeptBy(f.Plans, []doctor.Lien{l})
 		switch {
+		case len(plans) > 0:
+			p := plans[0]
+			fd.Facts = append(fd.Facts, keptFacts(p)...)
+			fd.Advice = []string{
+				fmt.Sprintf("nothing to do: when the plan has finished, teardown deletes what it kept (the DELETE refused now is done then); kubectl get teardown %s shows its progress", p.Name),
+				fmt.Sprintf("only if the plan must not run to its end: kubectl delete clusterlien %s lets these go now, and the operator may lose its identity half way", p.KeepLien),
+			}
 		case ok && len(lo.HeldBy) > 0:
 			fd.Facts = append(fd.Facts, Fact{"held by", strings.Join(lo.HeldBy, ", ")})
 		case ok:
@@ -198,14 +206,6 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), doctor.LienLabel))
 		}
 		fd.Facts = append(fd.Facts, Fact{"protects", names(h.refs)})
-		for _, p := range doctor.KeptBy(f.Plans, []doctor.Lien{l}) {
-			fd.Facts = slices.DeleteFunc(fd.Facts, func(f Fact) bool { return f.Label == "held by" })
-			fd.Facts = append(fd.Facts, keptFacts(p)...)
-			fd.Advice = []string{
-				fmt.Sprintf("nothing to do: when the plan has finished, teardown deletes what it kept (the DELETE refused now is done then); kubectl get teardown %s shows its progress", p.Name),
-				fmt.Sprintf("only if the plan must not run to its end: kubectl delete clusterlien %s lets these go now, and the operator may lose its identity half way", p.KeepLien),
-			}
-		}
 		if c, ok := cycles[l.Name]; ok && l.Source == "teardown" {
 			fd.Facts = append(fd.Facts, Fact{"cycle", c})
 			fd.Advice = []string{

@@ -229,14 +229,7 @@ func TestKeptIdentityKeepsWorking(t *testing.T) {
 	if err := op.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
 		t.Fatalf("the operator's ClusterRole should still authorize it: %v", err)
 	}
-	cm := &corev1.ConfigMap{}
-	if err := op.Get(ctx, client.ObjectKeyFromObject(work), cm); err != nil {
-		t.Fatal(err)
-	}
-	controllerutil.RemoveFinalizer(cm, cleanup)
-	if err := op.Update(ctx, cm); err != nil {
-		t.Fatalf("the operator should finalize its ConfigMap with its own token: %v", err)
-	}
+	finalizeWith(t, op, work, cleanup)
 
 	waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, time.Minute)
 	for _, o := range append([]client.Object{id.dep, id.rs, id.pod, work, &v1alpha1.ClusterLien{ObjectMeta: metav1.ObjectMeta{Name: "teardown-" + plan.Name}}}, id.kept()...) {
@@ -312,16 +305,24 @@ func TestSelfUninstallKeepsItsIdentity(t *testing.T) {
 		t.Fatal("the operator's token should authenticate while its plan runs")
 	}
 	op := withToken(t, token)
-	cm := &corev1.ConfigMap{}
-	if err := op.Get(ctx, client.ObjectKeyFromObject(work), cm); err != nil {
-		t.Fatal(err)
-	}
-	controllerutil.RemoveFinalizer(cm, cleanup)
-	if err := op.Update(ctx, cm); err != nil {
-		t.Fatalf("the operator should finalize its ConfigMap with its own token: %v", err)
-	}
+	finalizeWith(t, op, work, cleanup)
 	for _, o := range append([]client.Object{id.dep, id.rs, id.pod, work, keep}, id.kept()...) {
 		eventually(t, time.Minute, o.GetName()+" to be gone after the plan", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
+	}
+}
+
+// finalizeWith removes finalizer from cm as the operator does, with the
+// operator's own client op.
+func finalizeWith(t *testing.T, op client.Client, cm *corev1.ConfigMap, finalizer string) {
+	t.Helper()
+	ctx := context.Background()
+	live := &corev1.ConfigMap{}
+	if err := op.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
+		t.Fatal(err)
+	}
+	controllerutil.RemoveFinalizer(live, finalizer)
+	if err := op.Update(ctx, live); err != nil {
+		t.Fatalf("the operator should finalize its ConfigMap with its own token: %v", err)
 	}
 }
 

@@ -108,17 +108,7 @@ func TestSelfUninstall(t *testing.T) {
 // with plan, as the pod named, until the test ends.
 func runSelfUninstall(t *testing.T, plan *v1alpha1.Teardown, ns, pod string) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := teardown.SelfUninstall(mgr, plan, teardown.WithPod(ns, pod), teardown.WithInterval(200*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runSelfUninstallAs(t, cfg, plan, ns, pod)
 }
 
 // TestSelfUninstallWithATeardown: an operator embeds SelfUninstall, and a
