@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/pkg/teardown"
+	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
 // plan is the operator's uninstall.
@@ -65,7 +65,7 @@ func main() {
 		os.Exit(1)
 	}
 	// ... register the operator's own reconcilers here ...
-	if err := teardown.SelfUninstall(mgr, plan); err != nil {
+	if err := runner.SelfUninstall(mgr, plan); err != nil {
 		log.Error(err, "setting up self-uninstall")
 		os.Exit(1)
 	}

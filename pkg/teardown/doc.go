@@ -1,20 +1,18 @@
-// Package teardown runs ordered uninstalls: Teardown plans.
+// Package teardown plans ordered uninstalls: Teardown plans. It is pure:
+// no client, no cluster.
 //
-// The planner (Plan, PlanStep, Rank, Validate) is pure: from a plan, its
-// status so far and the live objects the current step selects, it computes
-// the actions to take now and the new status, with no client. The default
-// order within one step that deletes several kinds is: webhooks inhibited
-// first, custom resources before workloads, workloads before the objects
-// they use and before their RBAC, webhook configurations and APIServices,
-// CRDs after their custom resources, namespaces last; a deletion counts
-// only when the object with the same UID is gone.
+// From a plan, its status so far and the live objects the current step
+// selects, Plan (and PlanStep for one step) computes the actions to take
+// now and the new status. Validate checks a plan as admission would; Rank
+// orders the kinds one step deletes: webhooks inhibited first, custom
+// resources before workloads, workloads before the objects they use and
+// before their RBAC, webhook configurations and APIServices, CRDs after
+// their custom resources, namespaces last. A deletion counts only when the
+// object with the same UID is gone. Hold, Release and Holds are how a plan
+// holds its trigger by a finalizer; KeepName and Keeps name what protects
+// keepUntilDone.
 //
-// Runner gathers the objects and takes the actions against a cluster; the
-// teardown controller, `teardown run` and SelfUninstall all use it.
-// SelfUninstall is for an operator that runs its own plan when its
-// Deployment is deleted:
-//
-//	if err := teardown.SelfUninstall(mgr, plan); err != nil {
-//		return err
-//	}
+// Package runner (pkg/teardown/runner) gathers the objects and takes the
+// actions against a cluster: the teardown controller, `teardown run` and
+// runner.SelfUninstall all use it.
 package teardown

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
@@ -21,8 +19,12 @@ func Holds(finalizers []string, plan string) bool {
 // Hold makes obj held by the plan named plan: its finalizer, and the label
 // v1alpha1.TriggerLabel the foreground policy selects by. It reports
 // whether obj changed.
-func Hold(obj client.Object, plan string) bool {
-	changed := controllerutil.AddFinalizer(obj, v1alpha1.TriggerFinalizer(plan))
+func Hold(obj metav1.Object, plan string) bool {
+	changed := false
+	if f := v1alpha1.TriggerFinalizer(plan); !slices.Contains(obj.GetFinalizers(), f) {
+		obj.SetFinalizers(append(obj.GetFinalizers(), f))
+		changed = true
+	}
 	if obj.GetLabels()[v1alpha1.TriggerLabel] != "true" {
 		labels := obj.GetLabels()
 		if labels == nil {

@@ -158,6 +158,19 @@ func Plan(spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, observed 
 	return Result{Step: i, Actions: r.Actions, Waiting: r.Waiting, Status: status}
 }
 
+// FailStep fails step i of the plan with msg, as of now: the cluster
+// cannot run it as written (a namespaced kind without a namespace, say),
+// and retrying will not help. It returns what Plan returns from there.
+func FailStep(spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, i int, msg string, now time.Time) Result {
+	st := stepStatus(&status, spec.Steps[i].Name)
+	st.State = v1alpha1.StepFailed
+	st.Message = msg
+	st.FinishedAt = ptrTime(now)
+	status.Steps = alignSteps(spec, status.Steps)
+	status.Steps[i] = st
+	return Plan(spec, status, nil, now)
+}
+
 // ResumeFrom makes a finished or failed plan run again from the named
 // step: that step and the ones after it start over.
 func ResumeFrom(spec *v1alpha1.TeardownSpec, status *v1alpha1.TeardownStatus, step string) error {

@@ -16,10 +16,10 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
-	"github.com/teardown-dev/teardown/pkg/teardown"
+	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
-func newRunner(cfg *rest.Config) (*teardown.Runner, error) {
+func newRunner(cfg *rest.Config) (*runner.Runner, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -27,17 +27,13 @@ func newRunner(cfg *rest.Config) (*teardown.Runner, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	c, err := teardown.NewClient(cfg, scheme)
-	if err != nil {
-		return nil, err
-	}
-	return &teardown.Runner{Client: c}, nil
+	return runner.New(cfg, scheme)
 }
 
 // handOver gives a Running or Failed in-cluster Teardown of the same name
 // to the controller (with --from-step, by the run-from-step annotation)
 // and returns it; nil means the plan runs here.
-func (o *Options) handOver(ctx context.Context, r *teardown.Runner, plan *v1alpha1.Teardown, p *progress) (*v1alpha1.Teardown, error) {
+func (o *Options) handOver(ctx context.Context, r *runner.Runner, plan *v1alpha1.Teardown, p *progress) (*v1alpha1.Teardown, error) {
 	t := &v1alpha1.Teardown{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: plan.Name}, t)
 	switch {
@@ -71,7 +67,7 @@ func (o *Options) handOver(ctx context.Context, r *teardown.Runner, plan *v1alph
 }
 
 // follow shows an in-cluster Teardown's progress until it finished.
-func (o *Options) follow(ctx context.Context, r *teardown.Runner, name string, p *progress) (v1alpha1.TeardownStatus, error) {
+func (o *Options) follow(ctx context.Context, r *runner.Runner, name string, p *progress) (v1alpha1.TeardownStatus, error) {
 	var status v1alpha1.TeardownStatus
 	err := wait.PollUntilContextCancel(ctx, o.Interval, true, func(ctx context.Context) (bool, error) {
 		t := &v1alpha1.Teardown{}

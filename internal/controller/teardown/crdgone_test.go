@@ -9,10 +9,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/pkg/teardown"
+	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
 // TestAStepOfAKindWhoseCRDWent: helm uninstall deletes the operator's CRD
@@ -26,11 +25,10 @@ func TestAStepOfAKindWhoseCRDWent(t *testing.T) {
 	gadget := crd(t, "crdgone.example.com", "Gadget", "gadgets", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "crd-gone")
 	create(t, custom(gadget, ns, "g1", nil))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	r, err := runner.New(cfg, scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &teardown.Runner{Client: c}
 	step := v1alpha1.TeardownStep{Name: "delete-gadgets", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{
 		APIVersion: gadget.GroupVersion().String(), Kind: gadget.Kind, AllNamespaces: true, Selector: &metav1.LabelSelector{},
 	}}}
@@ -44,7 +42,7 @@ func TestAStepOfAKindWhoseCRDWent(t *testing.T) {
 	}
 	eventually(t, time.Minute, "the Gadget CRD gone", func(ctx context.Context) (bool, error) { return gone(ctx, def) })
 	// The mapper still maps Gadget: the list it sends answers 404.
-	if _, err := c.RESTMapper().RESTMapping(gadget.GroupKind(), gadget.Version); err != nil {
+	if _, err := r.Client.RESTMapper().RESTMapping(gadget.GroupKind(), gadget.Version); err != nil {
 		t.Fatalf("the runner's mapper should still know Gadget from before: %v", err)
 	}
 	objs, err = r.Gather(ctx, step)

@@ -24,7 +24,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli"
 	"github.com/teardown-dev/teardown/internal/testenv"
-	"github.com/teardown-dev/teardown/pkg/teardown"
+	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
 // identity is an operator's identity as a chart ships it: a ServiceAccount,
@@ -334,7 +334,7 @@ func runSelfUninstallAs(t *testing.T, as *rest.Config, plan *v1alpha1.Teardown, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := teardown.SelfUninstall(mgr, plan, teardown.WithPod(ns, pod), teardown.WithInterval(200*time.Millisecond)); err != nil {
+	if err := runner.SelfUninstall(mgr, plan, runner.WithPod(ns, pod), runner.WithInterval(200*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

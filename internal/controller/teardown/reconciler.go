@@ -27,6 +27,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/rights"
 	"github.com/teardown-dev/teardown/pkg/teardown"
+	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
 // Interval is how often a running plan is ticked (besides watch events).
@@ -34,11 +35,12 @@ var Interval = time.Second
 
 // Reconciler runs Teardown plans.
 type Reconciler struct {
-	// Client reads Teardowns from the cache; Live reads and writes
-	// without one, for everything the plan acts on.
+	// Client is the manager's: it reads Teardowns from the cache, and
+	// writes. Reader reads live (the manager's API reader): the Teardown
+	// whose status a tick goes on from, and the trigger it holds.
 	Client   client.Client
-	Live     client.Client
-	Runner   *teardown.Runner
+	Reader   client.Reader
+	Runner   *runner.Runner
 	Recorder recorder.EventRecorder
 
 	cache      cache.Cache
@@ -49,14 +51,10 @@ type Reconciler struct {
 
 // Setup registers the Teardown controller with mgr.
 func Setup(mgr ctrl.Manager) error {
-	live, err := teardown.NewClient(mgr.GetConfig(), mgr.GetScheme())
-	if err != nil {
-		return err
-	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
-		Live:     live,
-		Runner:   &teardown.Runner{Client: live},
+		Reader:   mgr.GetAPIReader(),
+		Runner:   runner.ForManager(mgr),
 		Recorder: mgr.GetEventRecorder("teardown-teardown"),
 		cache:    mgr.GetCache(),
 		watched:  map[schema.GroupVersionKind]bool{},
@@ -88,7 +86,7 @@ var Refused = 30 * time.Second
 // retry loop.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	var refused *teardown.RefusedError
+	var refused *runner.RefusedError
 	if errors.As(err, &refused) {
 		return r.reportRefused(ctx, req, refused)
 	}
@@ -98,18 +96,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reportRefused explains a refused request (SelfSubjectAccessReview) on
 // the condition that stands still because of it: Armed before the plan
 // runs, Running after.
-func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, refused *teardown.RefusedError) (reconcile.Result, error) {
+func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, refused *runner.RefusedError) (reconcile.Result, error) {
 	t := &v1alpha1.Teardown{}
-	if err := r.Live.Get(ctx, req.NamespacedName, t); err != nil {
+	if err := r.Reader.Get(ctx, req.NamespacedName, t); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	resource := schema.GroupResource{Group: refused.GVK.Group, Resource: refused.GVK.Kind}
-	if m, err := r.Live.RESTMapper().RESTMapping(refused.GVK.GroupKind(), refused.GVK.Version); err == nil {
+	if m, err := r.Client.RESTMapper().RESTMapping(refused.GVK.GroupKind(), refused.GVK.Version); err == nil {
 		resource = m.Resource.GroupResource()
 	}
 	rr := rights.Request{Verb: refused.Verb, Resource: resource, Namespace: refused.Namespace, Name: refused.Name}
 	reason := v1alpha1.ReasonAdmissionDenied
-	missing, msg := rights.Explain(ctx, r.Live, rr, refused.Err)
+	missing, msg := rights.Explain(ctx, r.Client, rr, refused.Err)
 	if missing {
 		reason = v1alpha1.ReasonMissingPermission
 	}
@@ -130,7 +128,7 @@ func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, r
 			t.Status.Phase = v1alpha1.PhasePending
 		}
 		t.Status.ObservedGeneration = t.Generation
-		if err := r.Live.Status().Update(ctx, t); err != nil {
+		if err := r.Client.Status().Update(ctx, t); err != nil {
 			return conflict(err)
 		}
 	}
@@ -142,7 +140,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	t := &v1alpha1.Teardown{}
 	// Live: the status written by the last tick is where a restarted
 	// controller resumes.
-	if err := r.Live.Get(ctx, req.NamespacedName, t); err != nil {
+	if err := r.Reader.Get(ctx, req.NamespacedName, t); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if errs := teardown.Validate(&t.Spec); len(errs) > 0 {
@@ -156,7 +154,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if t.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
 		patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(t, v1alpha1.TeardownFinalizer)
-		if err := r.Live.Patch(ctx, t, patch); err != nil {
+		if err := r.Client.Patch(ctx, t, patch); err != nil {
 			return conflict(err)
 		}
 	}
@@ -219,13 +217,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			fmt.Sprintf("spec.keepUntilDone[%d] keeps the trigger %s: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already: remove it from keepUntilDone", i, triggerName(t)))
 	}
 	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
-		if err := r.Live.Patch(ctx, trigger, patch); err != nil {
-			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name)))
+		if err := r.Client.Patch(ctx, trigger, patch); err != nil {
+			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), runner.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name)))
 		}
 	}
 	if t.Status.TriggerUID != string(trigger.UID) {
 		t.Status.TriggerUID = string(trigger.UID)
-		if err := r.Live.Status().Update(ctx, t); err != nil {
+		if err := r.Client.Status().Update(ctx, t); err != nil {
 			return conflict(err)
 		}
 	}
@@ -291,7 +289,7 @@ func (r *Reconciler) setArmed(ctx context.Context, t *v1alpha1.Teardown, status 
 	}
 	if changed || t.Status.ObservedGeneration != t.Generation {
 		t.Status.ObservedGeneration = t.Generation
-		if err := r.Live.Status().Update(ctx, t); err != nil {
+		if err := r.Client.Status().Update(ctx, t); err != nil {
 			return conflict(err)
 		}
 	}
@@ -309,7 +307,7 @@ func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string
 		// The window's wait is over: the trigger's deletion came.
 		apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonArmed, Message: "the plan started: " + why, ObservedGeneration: t.Generation})
 	}
-	if err := r.Live.Status().Update(ctx, t); err != nil {
+	if err := r.Client.Status().Update(ctx, t); err != nil {
 		return conflict(err)
 	}
 	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
@@ -332,7 +330,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		// Keep what the tick did (the UIDs it deleted) before retrying.
 		if res.Status.Phase != "" {
 			t.Status = res.Status
-			_ = r.Live.Status().Update(ctx, t)
+			_ = r.Client.Status().Update(ctx, t)
 		}
 		return reconcile.Result{}, err
 	}
@@ -379,7 +377,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 			requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
 		}
 	}
-	if err := r.Live.Status().Update(ctx, t); err != nil {
+	if err := r.Client.Status().Update(ctx, t); err != nil {
 		return conflict(err)
 	}
 	return requeue, nil
@@ -395,12 +393,12 @@ func (r *Reconciler) resume(ctx context.Context, t *v1alpha1.Teardown, from stri
 		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "resumed from step "+from)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Resumed", "Run", "resumed from step %s", from)
 	}
-	if err := r.Live.Status().Update(ctx, t); err != nil {
+	if err := r.Client.Status().Update(ctx, t); err != nil {
 		return conflict(err)
 	}
 	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	delete(t.Annotations, v1alpha1.RunFromStepAnnotation)
-	if err := r.Live.Patch(ctx, t, patch); err != nil {
+	if err := r.Client.Patch(ctx, t, patch); err != nil {
 		return conflict(err)
 	}
 	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
@@ -469,7 +467,7 @@ func (r *Reconciler) dropOwnFinalizer(ctx context.Context, t *v1alpha1.Teardown)
 	}
 	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(t, v1alpha1.TeardownFinalizer)
-	if err := r.Live.Patch(ctx, t, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Patch(ctx, t, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizer of teardown %s: %w", t.Name, err)
 	}
 	return nil
@@ -510,8 +508,8 @@ func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) e
 	if !teardown.Release(trigger, t.Name, others) {
 		return nil
 	}
-	if err := r.Live.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), teardown.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
+	if err := r.Client.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), runner.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
 	}
 	return nil
 }
@@ -545,7 +543,7 @@ func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	err = r.Live.Get(ctx, client.ObjectKey{Namespace: t.Spec.Trigger.Namespace, Name: t.Spec.Trigger.Name}, obj)
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: t.Spec.Trigger.Namespace, Name: t.Spec.Trigger.Name}, obj)
 	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
 		return nil, nil
 	}

@@ -18,7 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
-	"github.com/teardown-dev/teardown/pkg/teardown"
+	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
 // workload creates the Deployment -> ReplicaSet -> Pod chain a running
@@ -66,7 +66,7 @@ func TestSelfUninstall(t *testing.T) {
 			{Name: "delete-gizmos", Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "self.example.com/v1", Kind: "Gizmo", AllNamespaces: true, Selector: &metav1.LabelSelector{}}}},
 		}},
 	}
-	if err := teardown.SelfUninstall(mgr, plan, teardown.WithPod(ns, pod.Name), teardown.WithInterval(200*time.Millisecond)); err != nil {
+	if err := runner.SelfUninstall(mgr, plan, runner.WithPod(ns, pod.Name), runner.WithInterval(200*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)

@@ -1,4 +1,4 @@
-package teardown
+package runner
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
 // SelfOption changes SelfUninstall.
@@ -74,19 +75,17 @@ func SelfUninstall(mgr manager.Manager, plan *v1alpha1.Teardown, opts ...SelfOpt
 	if errs := validation.IsDNS1123Subdomain(plan.Name); len(errs) > 0 {
 		return fmt.Errorf("self-uninstall plan name %q: %s", plan.Name, strings.Join(errs, "; "))
 	}
-	if errs := Validate(&plan.Spec); len(errs) > 0 {
+	if errs := teardown.Validate(&plan.Spec); len(errs) > 0 {
 		return fmt.Errorf("self-uninstall plan %s: %w", plan.Name, errs.ToAggregate())
 	}
-	c, err := NewClient(mgr.GetConfig(), mgr.GetScheme())
-	if err != nil {
-		return err
-	}
-	s := &self{c: c, r: &Runner{Client: c}, plan: plan.DeepCopy(), o: o}
+	s := &self{r: ForManager(mgr), plan: plan.DeepCopy(), o: o}
 	return mgr.Add(manager.RunnableFunc(s.run))
 }
 
+// self reads live (s.r.Reader), as the runner does: the operator's
+// service account may get its pod, ReplicaSet and Deployment, not list or
+// watch them, and a cache of them would hold every pod of the cluster.
 type self struct {
-	c    client.Client
 	r    *Runner
 	plan *v1alpha1.Teardown
 	o    selfOptions
@@ -110,7 +109,7 @@ func (s *self) run(ctx context.Context) error {
 	for {
 		// Wait for the Deployment's deletion.
 		if err := wait.PollUntilContextCancel(ctx, s.o.interval, true, func(ctx context.Context) (bool, error) {
-			err := s.c.Get(ctx, client.ObjectKeyFromObject(dep), dep)
+			err := s.r.Reader.Get(ctx, client.ObjectKeyFromObject(dep), dep)
 			return err == nil && !dep.DeletionTimestamp.IsZero(), nil
 		}); err != nil {
 			return nil
@@ -140,14 +139,14 @@ func (s *self) arm(ctx context.Context) (*appsv1.Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if i := Keeps(s.plan.Spec.KeepUntilDone, appsv1.SchemeGroupVersion.WithKind("Deployment"), dep); i >= 0 {
+	if i := teardown.Keeps(s.plan.Spec.KeepUntilDone, appsv1.SchemeGroupVersion.WithKind("Deployment"), dep); i >= 0 {
 		return nil, fmt.Errorf("self-uninstall plan %s: spec.keepUntilDone[%d] keeps the operator's own Deployment %s/%s, which triggers the plan: its DELETE would be refused and the plan never start; the plan holds it by a finalizer already: remove it from keepUntilDone", s.plan.Name, i, dep.Namespace, dep.Name)
 	}
 	if _, err := s.r.Keep(ctx, s.plan.Name, s.plan.Spec.KeepUntilDone); err != nil {
 		return nil, err
 	}
-	if patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{}); dep.DeletionTimestamp.IsZero() && Hold(dep, s.plan.Name) {
-		if err := s.c.Patch(ctx, dep, patch); err != nil {
+	if patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{}); dep.DeletionTimestamp.IsZero() && teardown.Hold(dep, s.plan.Name) {
+		if err := s.r.Client.Patch(ctx, dep, patch); err != nil {
 			return nil, fmt.Errorf("holding deployment %s/%s: %w", dep.Namespace, dep.Name, err)
 		}
 	}
@@ -157,7 +156,7 @@ func (s *self) arm(ctx context.Context) (*appsv1.Deployment, error) {
 // ownDeployment follows the pod's controller references to its Deployment.
 func (s *self) ownDeployment(ctx context.Context) (*appsv1.Deployment, error) {
 	pod := &corev1.Pod{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.o.namespace, Name: s.o.pod}, pod); err != nil {
+	if err := s.r.Reader.Get(ctx, client.ObjectKey{Namespace: s.o.namespace, Name: s.o.pod}, pod); err != nil {
 		return nil, fmt.Errorf("reading the operator's pod %s/%s: %w", s.o.namespace, s.o.pod, err)
 	}
 	rsRef := metav1.GetControllerOf(pod)
@@ -165,7 +164,7 @@ func (s *self) ownDeployment(ctx context.Context) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("pod %s/%s is not controlled by a ReplicaSet", pod.Namespace, pod.Name)
 	}
 	rs := &appsv1.ReplicaSet{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: rsRef.Name}, rs); err != nil {
+	if err := s.r.Reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: rsRef.Name}, rs); err != nil {
 		return nil, fmt.Errorf("reading replica set %s/%s: %w", pod.Namespace, rsRef.Name, err)
 	}
 	depRef := metav1.GetControllerOf(rs)
@@ -173,7 +172,7 @@ func (s *self) ownDeployment(ctx context.Context) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("replica set %s/%s is not controlled by a Deployment", rs.Namespace, rs.Name)
 	}
 	dep := &appsv1.Deployment{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: depRef.Name}, dep); err != nil {
+	if err := s.r.Reader.Get(ctx, client.ObjectKey{Namespace: rs.Namespace, Name: depRef.Name}, dep); err != nil {
 		return nil, fmt.Errorf("reading deployment %s/%s: %w", rs.Namespace, depRef.Name, err)
 	}
 	if dep.UID != depRef.UID {
@@ -226,14 +225,14 @@ func (s *self) letGo(ctx context.Context, dep *appsv1.Deployment, finished time.
 
 func (s *self) release(ctx context.Context, dep *appsv1.Deployment) error {
 	return wait.PollUntilContextCancel(ctx, s.o.interval, true, func(ctx context.Context) (bool, error) {
-		if err := s.c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+		if err := s.r.Reader.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			return apierrors.IsNotFound(err), nil
 		}
 		patch := client.MergeFromWithOptions(dep.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if !Release(dep, s.plan.Name, false) {
+		if !teardown.Release(dep, s.plan.Name, false) {
 			return true, nil
 		}
-		err := s.c.Patch(ctx, dep, patch)
+		err := s.r.Client.Patch(ctx, dep, patch)
 		return err == nil || apierrors.IsNotFound(err), nil
 	})
 }

@@ -1,4 +1,4 @@
-package teardown
+package runner
 
 import (
 	"context"
@@ -14,23 +14,53 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
+	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
 // Runner runs plans against a cluster: it gathers what the current step
-// selects with live reads, asks the planner, and takes the actions. Its
-// client must read live (not from a cache): a DELETE is only sent for an
-// object just read, with its UID and resourceVersion as preconditions.
+// selects with live reads, asks the planner, and takes the actions. A
+// DELETE is only sent for an object just read live, with its UID and
+// resourceVersion as preconditions.
 type Runner struct {
+	// Client writes, and maps kinds to resources (its RESTMapper). A
+	// manager's client does: its cache is not read.
 	Client client.Client
+	// Reader reads live, without a cache: every read the runner makes is
+	// one a write is decided on (a DELETE's preconditions, a lien held or
+	// not), a refused LIST must answer Forbidden rather than leave an
+	// informer waiting, and an informer per kind a plan selects would hold
+	// every object of the kind. A manager's GetAPIReader does.
+	Reader client.Reader
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+}
+
+// New returns a Runner on a client of its own, for a process without a
+// manager (`teardown run`). Its REST mapper is controller-runtime's
+// dynamic one: it reads a group again when a kind is unknown, so a CRD
+// installed since is found.
+func New(cfg *rest.Config, scheme *runtime.Scheme) (*Runner, error) {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return &Runner{Client: c, Reader: c}, nil
+}
+
+// ForManager returns a Runner on mgr's client, reading through
+// mgr.GetAPIReader(): no client beside the manager's.
+func ForManager(mgr manager.Manager) *Runner {
+	return &Runner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 }
 
 // InvalidStepError is a step the cluster cannot run as written (a
@@ -78,35 +108,29 @@ func (r *Runner) now() time.Time {
 // planner decides, the actions are taken. It returns the planner's result,
 // whose Status the caller stores. A step that cannot run as written fails
 // (its status says why) rather than being retried.
-func (r *Runner) Tick(ctx context.Context, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus) (Result, error) {
-	i := Current(spec, &status)
-	var observed []Object
+func (r *Runner) Tick(ctx context.Context, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus) (teardown.Result, error) {
+	i := teardown.Current(spec, &status)
+	var observed []teardown.Object
 	if i >= 0 {
 		var err error
 		observed, err = r.Gather(ctx, spec.Steps[i])
 		if invalid := (*InvalidStepError)(nil); errors.As(err, &invalid) {
-			st := stepStatus(&status, spec.Steps[i].Name)
-			st.State = v1alpha1.StepFailed
-			st.Message = invalid.Err.Error()
-			st.FinishedAt = ptrTime(r.now())
-			status.Steps = alignSteps(spec, status.Steps)
-			status.Steps[i] = st
-			return Plan(spec, status, nil, r.now()), nil
+			return teardown.FailStep(spec, status, i, invalid.Err.Error(), r.now()), nil
 		}
 		if err != nil {
-			return Result{Step: i, Status: status}, err
+			return teardown.Result{Step: i, Status: status}, err
 		}
 	}
-	res := Plan(spec, status, observed, r.now())
+	res := teardown.Plan(spec, status, observed, r.now())
 	return res, r.Do(ctx, res.Actions)
 }
 
 // Gather lists, live, the objects a step selects. A kind the cluster does
 // not serve (its CRD already gone) selects nothing.
-func (r *Runner) Gather(ctx context.Context, step v1alpha1.TeardownStep) ([]Object, error) {
-	sel := Selection(step)
-	var out []Object
-	for _, k := range Kinds(step) {
+func (r *Runner) Gather(ctx context.Context, step v1alpha1.TeardownStep) ([]teardown.Object, error) {
+	sel := teardown.Selection(step)
+	var out []teardown.Object
+	for _, k := range teardown.Kinds(step) {
 		gv, err := schema.ParseGroupVersion(k.APIVersion)
 		if err != nil {
 			return nil, &InvalidStepError{Step: step.Name, Err: fmt.Errorf("apiVersion %q: %w", k.APIVersion, err)}
@@ -150,7 +174,7 @@ func (r *Runner) custom(ctx context.Context, gvr schema.GroupVersionResource) (b
 	}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	err := r.Client.Get(ctx, client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, crd)
+	err := r.Reader.Get(ctx, client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, crd)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -160,8 +184,8 @@ func (r *Runner) custom(ctx context.Context, gvr schema.GroupVersionResource) (b
 	return true, nil
 }
 
-func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schema.GroupVersionKind, sel v1alpha1.Selection, namespaced bool) ([]Object, error) {
-	if step.InhibitWebhooks != nil || isWebhookConfig(Object{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}) {
+func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schema.GroupVersionKind, sel v1alpha1.Selection, namespaced bool) ([]teardown.Object, error) {
+	if step.InhibitWebhooks != nil || gvk.Group == admissionregistrationv1.GroupName && (gvk.Kind == "ValidatingWebhookConfiguration" || gvk.Kind == "MutatingWebhookConfiguration") {
 		return r.listWebhooks(ctx, step, gvk, sel)
 	}
 	opts := []client.ListOption{}
@@ -176,7 +200,7 @@ func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schem
 		opts = append(opts, client.MatchingLabelsSelector{Selector: s})
 	}
 	withConditions := step.WaitFor != nil && step.WaitFor.Condition != nil
-	var out []Object
+	var out []teardown.Object
 	if withConditions {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -204,10 +228,12 @@ func (r *Runner) list(ctx context.Context, step v1alpha1.TeardownStep, gvk schem
 // listOrGet lists with opts, or gets the one named object into the list.
 func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.GroupVersionKind, sel v1alpha1.Selection, opts []client.ListOption) error {
 	if sel.Name == "" {
-		err := r.Client.List(ctx, l, opts...)
+		err := r.Reader.List(ctx, l, opts...)
 		if apierrors.IsNotFound(err) {
 			// The kind is no longer served (its CRD went after the mapper
-			// read it): nothing of it is left. The mapper reads again.
+			// read it): nothing of it is left. A mapper that can be reset
+			// reads again; the dynamic one reads a group again when a kind
+			// is unknown.
 			meta.MaybeResetRESTMapper(r.Client.RESTMapper())
 			return nil
 		}
@@ -227,7 +253,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 		p.SetGroupVersionKind(gvk)
 		obj = p
 	}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: sel.Namespace, Name: sel.Name}, obj)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: sel.Namespace, Name: sel.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -243,7 +269,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 	return nil
 }
 
-func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, gvk schema.GroupVersionKind, sel v1alpha1.Selection) ([]Object, error) {
+func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, gvk schema.GroupVersionKind, sel v1alpha1.Selection) ([]teardown.Object, error) {
 	var names []string
 	if step.InhibitWebhooks != nil {
 		names = step.InhibitWebhooks.Names
@@ -265,7 +291,7 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 	if err != nil {
 		return nil, err
 	}
-	var out []Object
+	var out []teardown.Object
 	for _, c := range configs {
 		ok, err := match(c.obj)
 		if err != nil {
@@ -284,7 +310,7 @@ func (r *Runner) listWebhooks(ctx context.Context, step v1alpha1.TeardownStep, g
 // failure policies (Fail when unset, as kube-apiserver defaults it).
 type webhookConfig struct {
 	obj   client.Object
-	hooks []Webhook
+	hooks []teardown.Webhook
 }
 
 // webhookConfigs lists the validating or mutating webhook configurations.
@@ -299,25 +325,25 @@ func (r *Runner) webhookConfigs(ctx context.Context, gvk schema.GroupVersionKind
 	switch gvk.Kind {
 	case "ValidatingWebhookConfiguration":
 		var l admissionregistrationv1.ValidatingWebhookConfigurationList
-		if err := r.Client.List(ctx, &l); err != nil {
+		if err := r.Reader.List(ctx, &l); err != nil {
 			return nil, fmt.Errorf("listing validating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
 		}
 		for i := range l.Items {
 			c := webhookConfig{obj: &l.Items[i]}
 			for _, w := range l.Items[i].Webhooks {
-				c.hooks = append(c.hooks, Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
+				c.hooks = append(c.hooks, teardown.Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
 			}
 			out = append(out, c)
 		}
 	case "MutatingWebhookConfiguration":
 		var l admissionregistrationv1.MutatingWebhookConfigurationList
-		if err := r.Client.List(ctx, &l); err != nil {
+		if err := r.Reader.List(ctx, &l); err != nil {
 			return nil, fmt.Errorf("listing mutating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
 		}
 		for i := range l.Items {
 			c := webhookConfig{obj: &l.Items[i]}
 			for _, w := range l.Items[i].Webhooks {
-				c.hooks = append(c.hooks, Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
+				c.hooks = append(c.hooks, teardown.Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
 			}
 			out = append(out, c)
 		}
@@ -328,13 +354,13 @@ func (r *Runner) webhookConfigs(ctx context.Context, gvk schema.GroupVersionKind
 // Do takes the actions in order. A DELETE carries the UID and
 // resourceVersion just read as preconditions: an object changed or
 // re-created since is left for the next tick to read again.
-func (r *Runner) Do(ctx context.Context, actions []Action) error {
+func (r *Runner) Do(ctx context.Context, actions []teardown.Action) error {
 	for _, a := range actions {
 		var err error
 		switch a.Type {
-		case ActionInhibit:
+		case teardown.ActionInhibit:
 			err = r.inhibit(ctx, a)
-		case ActionDelete:
+		case teardown.ActionDelete:
 			err = r.delete(ctx, a)
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -347,7 +373,7 @@ func (r *Runner) Do(ctx context.Context, actions []Action) error {
 	return nil
 }
 
-func (r *Runner) delete(ctx context.Context, a Action) error {
+func (r *Runner) delete(ctx context.Context, a teardown.Action) error {
 	o := a.Object
 	// Unstructured, not metadata: the DELETE answers with the object, of
 	// a kind the scheme may not know.
@@ -367,14 +393,14 @@ func (r *Runner) delete(ctx context.Context, a Action) error {
 	return err
 }
 
-func (r *Runner) inhibit(ctx context.Context, a Action) error {
+func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
 	ignore := admissionregistrationv1.Ignore
 	key := client.ObjectKey{Name: a.Object.Name}
 	var obj client.Object
 	switch a.Object.Kind {
 	case "ValidatingWebhookConfiguration":
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := r.Client.Get(ctx, key, c); err != nil {
+		if err := r.Reader.Get(ctx, key, c); err != nil {
 			return err
 		}
 		for i := range c.Webhooks {
@@ -385,7 +411,7 @@ func (r *Runner) inhibit(ctx context.Context, a Action) error {
 		obj = c
 	case "MutatingWebhookConfiguration":
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := r.Client.Get(ctx, key, c); err != nil {
+		if err := r.Reader.Get(ctx, key, c); err != nil {
 			return err
 		}
 		for i := range c.Webhooks {
@@ -411,21 +437,7 @@ func (r *Runner) inhibit(ctx context.Context, a Action) error {
 	return nil
 }
 
-// KeepName is the name of the ClusterLien that keeps a Teardown's
-// keepUntilDone objects.
-func KeepName(teardown string) string { return "teardown-" + teardown }
-
 var clusterLienKind = v1alpha1.GroupVersion.WithKind("ClusterLien")
-
-// KeepLabel on that ClusterLien names its Teardown.
-const KeepLabel = "teardown.dev/teardown"
-
-// KeepReason is the reason of the ClusterLien that keeps the
-// keepUntilDone objects of the plan named teardown: the lien policy quotes
-// it to whoever tries to delete one of them.
-func KeepReason(teardown string) string {
-	return "kept by Teardown " + teardown + " until its plan finishes; deleted then"
-}
 
 // Keep makes sure the keepUntilDone objects are protected by a Deny
 // ClusterLien (held until Release deletes it) and reports whether the lien
@@ -441,28 +453,28 @@ func KeepReason(teardown string) string {
 // (DeleteKept). A Defer lien made by an earlier version becomes Deny once
 // none of its objects is being deleted: taking its finalizer off an object
 // being deleted would let that object go in the middle of the plan.
-func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.ClusterLienTarget) (bool, error) {
+func (r *Runner) Keep(ctx context.Context, plan string, keep []v1alpha1.ClusterLienTarget) (bool, error) {
 	if len(keep) == 0 {
 		return true, nil
 	}
 	l := &v1alpha1.ClusterLien{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: KeepName(teardown)}, l)
+	err := r.Reader.Get(ctx, client.ObjectKey{Name: teardown.KeepName(plan)}, l)
 	if apierrors.IsNotFound(err) {
 		l = &v1alpha1.ClusterLien{
-			ObjectMeta: metav1.ObjectMeta{Name: KeepName(teardown), Labels: map[string]string{KeepLabel: teardown}},
+			ObjectMeta: metav1.ObjectMeta{Name: teardown.KeepName(plan), Labels: map[string]string{teardown.KeepLabel: plan}},
 			Spec: v1alpha1.ClusterLienSpec{
 				Protect: keep,
 				Mode:    v1alpha1.LienModeDeny,
-				Reason:  KeepReason(teardown),
+				Reason:  teardown.KeepReason(plan),
 			},
 		}
-		if err := r.Client.Create(ctx, l); err != nil {
+		if err := r.Client.Create(ctx, l); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, Refused(err, "create", clusterLienKind, "", ""))
 		}
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading cluster lien %s: %w", KeepName(teardown), err)
+		return false, fmt.Errorf("reading cluster lien %s: %w", teardown.KeepName(plan), err)
 	}
 	if !l.DeletionTimestamp.IsZero() {
 		return false, nil
@@ -477,7 +489,7 @@ func (r *Runner) Keep(ctx context.Context, teardown string, keep []v1alpha1.Clus
 			return false, err
 		}
 		if !deleting {
-			l.Spec.Mode, l.Spec.Reason, update = v1alpha1.LienModeDeny, KeepReason(teardown), true
+			l.Spec.Mode, l.Spec.Reason, update = v1alpha1.LienModeDeny, teardown.KeepReason(plan), true
 		}
 	}
 	if update {
@@ -500,7 +512,7 @@ func (r *Runner) anyDeleting(ctx context.Context, objs []v1alpha1.ObjectStatus) 
 		}
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gv.WithKind(s.Kind))
-		err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, obj)
+		err = r.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, obj)
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			continue
 		}
@@ -512,28 +524,6 @@ func (r *Runner) anyDeleting(ctx context.Context, objs []v1alpha1.ObjectStatus) 
 		}
 	}
 	return false, nil
-}
-
-// Keeps returns the index of the first keepUntilDone entry that selects
-// obj (of kind gvk), or -1. The trigger must not be kept: its DELETE would
-// be refused, and the plan it starts could never start.
-func Keeps(keep []v1alpha1.ClusterLienTarget, gvk schema.GroupVersionKind, obj metav1.Object) int {
-	for i, k := range keep {
-		gv, err := schema.ParseGroupVersion(k.APIVersion)
-		if err != nil || gv.Group != gvk.Group || k.Kind != gvk.Kind || k.Namespace != obj.GetNamespace() {
-			continue
-		}
-		if k.Name != "" {
-			if k.Name == obj.GetName() {
-				return i
-			}
-			continue
-		}
-		if s, err := metav1.LabelSelectorAsSelector(k.Selector); err == nil && s.Matches(labels.Set(obj.GetLabels())) {
-			return i
-		}
-	}
-	return -1
 }
 
 // DeleteKept deletes, once the plan has finished and its lien is gone
@@ -561,7 +551,7 @@ func (r *Runner) DeleteKept(ctx context.Context, keep []v1alpha1.ClusterLienTarg
 				left = append(left, o.String())
 				continue
 			}
-			err := r.delete(ctx, Action{Type: ActionDelete, Object: o, Propagation: v1alpha1.PropagationBackground})
+			err := r.delete(ctx, teardown.Action{Type: teardown.ActionDelete, Object: o, Propagation: v1alpha1.PropagationBackground})
 			switch {
 			case apierrors.IsConflict(err):
 				done = false
@@ -597,7 +587,7 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 	if k.Name != "" {
 		obj := metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &obj)
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &obj)
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
@@ -616,7 +606,7 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 	if k.Namespace != "" {
 		opts = append(opts, client.InNamespace(k.Namespace))
 	}
-	if err := r.Client.List(ctx, l, opts...); err != nil {
+	if err := r.Reader.List(ctx, l, opts...); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
@@ -630,14 +620,14 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 
 // Release deletes the keepUntilDone lien and reports whether it is gone,
 // that is whether the lien controller has let its objects go.
-func (r *Runner) Release(ctx context.Context, teardown string) (bool, error) {
+func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
 	l := &v1alpha1.ClusterLien{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: KeepName(teardown)}, l)
+	err := r.Reader.Get(ctx, client.ObjectKey{Name: teardown.KeepName(plan)}, l)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading cluster lien %s: %w", KeepName(teardown), err)
+		return false, fmt.Errorf("reading cluster lien %s: %w", teardown.KeepName(plan), err)
 	}
 	if l.DeletionTimestamp.IsZero() {
 		uid := l.UID
@@ -690,7 +680,7 @@ func (r *Runner) runSteps(ctx context.Context, name string, spec *v1alpha1.Teard
 				return true, nil
 			}
 			// A step that just finished: start the next one now.
-			if len(res.Actions) > 0 || Current(spec, &status) == res.Step {
+			if len(res.Actions) > 0 || teardown.Current(spec, &status) == res.Step {
 				return false, nil
 			}
 		}
@@ -707,21 +697,21 @@ func (r *Runner) runSteps(ctx context.Context, name string, spec *v1alpha1.Teard
 // Deployment, is gone. The operator cannot delete its ServiceAccount and
 // the RBAC that lets it do so one after the other: whichever goes first
 // takes the right to delete the other.
-func (r *Runner) handOver(ctx context.Context, teardown string, holder v1alpha1.ClusterLienTarget) (bool, error) {
+func (r *Runner) handOver(ctx context.Context, plan string, holder v1alpha1.ClusterLienTarget) (bool, error) {
 	l := &v1alpha1.ClusterLien{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: KeepName(teardown)}, l)
+	err := r.Reader.Get(ctx, client.ObjectKey{Name: teardown.KeepName(plan)}, l)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading cluster lien %s: %w", KeepName(teardown), err)
+		return false, fmt.Errorf("reading cluster lien %s: %w", teardown.KeepName(plan), err)
 	}
 	if !l.DeletionTimestamp.IsZero() {
 		return true, nil
 	}
 	if l.Spec.Mode != v1alpha1.LienModeDefer || !slices.Equal(l.Spec.HeldBy, []v1alpha1.ClusterLienTarget{holder}) {
 		l.Spec.Mode, l.Spec.HeldBy = v1alpha1.LienModeDefer, []v1alpha1.ClusterLienTarget{holder}
-		l.Spec.Reason = "the plan of " + teardown + " finished: kept until " + holder.Kind + " " + holder.Namespace + "/" + holder.Name + " is gone"
+		l.Spec.Reason = "the plan of " + plan + " finished: kept until " + holder.Kind + " " + holder.Namespace + "/" + holder.Name + " is gone"
 		if err := r.Client.Update(ctx, l); err != nil {
 			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
 		}
@@ -735,8 +725,8 @@ func typesUID(s string) types.UID { return types.UID(s) }
 
 func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
 
-func objectOf(m metav1.Object, gvk schema.GroupVersionKind) Object {
-	return Object{
+func objectOf(m metav1.Object, gvk schema.GroupVersionKind) teardown.Object {
+	return teardown.Object{
 		APIVersion:      gvk.GroupVersion().String(),
 		Kind:            gvk.Kind,
 		Namespace:       m.GetNamespace(),
