@@ -53,6 +53,18 @@ func Entries(obj metav1.Object) ([]Entry, error) {
 	return entries, nil
 }
 
+// Parse decodes an annotation value as Entries does: a JSON list of
+// entries, each naming a lien, none twice; an empty value is no entry. For
+// readers that hold the annotations without the object (the CLI's
+// metadata listings).
+func Parse(raw string) ([]Entry, error) {
+	entries, err := parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s is not a JSON list of liens: %w", Annotation, err)
+	}
+	return entries, nil
+}
+
 // Set records e on obj, replacing an entry of the same lien, and brings the
 // label and finalizer in step. It reports whether obj changed. A new entry
 // on an object that already carries MaxEntries is ErrTooManyLiens.

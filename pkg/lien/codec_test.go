@@ -114,3 +114,32 @@ func TestMalformedAnnotationIsAnErrorNotUnprotected(t *testing.T) {
 		}
 	}
 }
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		raw     string
+		want    []Entry
+		wantErr bool
+	}{
+		{raw: ``},
+		{raw: ` `},
+		{raw: `[{"lien":"ns/keep","reason":"needed"},{"lien":"global","reason":"","mode":"Defer"}]`,
+			want: []Entry{{Lien: "ns/keep", Reason: "needed"}, {Lien: "global", Mode: ModeDefer}}},
+		{raw: `{not json`, wantErr: true},
+		{raw: `[{"reason":"no name"}]`, wantErr: true},
+		{raw: `[{"lien":"x"},{"lien":"x"}]`, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.raw)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("Parse(%q) error %v, want error %v", tt.raw, err, tt.wantErr)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Parse(%q) (-want +got):\n%s", tt.raw, diff)
+		}
+		obj := secret(nil, map[string]string{Annotation: tt.raw})
+		if entries, errEntries := Entries(obj); (errEntries != nil) != (err != nil) || !cmp.Equal(entries, got) {
+			t.Errorf("Entries and Parse disagree on %q: %v %v, %v %v", tt.raw, entries, errEntries, got, err)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 func TestFinalizerManagers(t *testing.T) {
@@ -59,8 +61,8 @@ func TestExplain(t *testing.T) {
 
 func TestLiensOf(t *testing.T) {
 	got := LiensOf(
-		map[string]string{LienLabel: "true", CrossplaneInUse: "true"},
-		map[string]string{LiensAnnotation: `[{"lien":"ns/keep","reason":"needed"},{"lien":"global"}]`},
+		map[string]string{lien.Label: lien.LabelDeny, CrossplaneInUse: "true"},
+		map[string]string{lien.Annotation: `[{"lien":"ns/keep","reason":"needed"},{"lien":"global"}]`},
 		nil,
 	)
 	want := []Lien{
@@ -71,7 +73,7 @@ func TestLiensOf(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got := LiensOf(nil, nil, []string{LienFinalizer}); len(got) != 1 || got[0].Mode != "Defer" || got[0].Name != "(unnamed)" {
+	if got := LiensOf(nil, nil, []string{lien.Finalizer}); len(got) != 1 || got[0].Mode != "Defer" || got[0].Name != "(unnamed)" {
 		t.Errorf("a lien finalizer without annotation: %+v", got)
 	}
 }

@@ -8,6 +8,10 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/dependents"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // FinalizerManagers maps each finalizer to the field manager that owns it in
@@ -101,15 +105,12 @@ var knownFinalizers = map[string]known{
 	"batch.kubernetes.io/job-tracking":            {"the job controller of kube-controller-manager", "kube-controller-manager", "once the job controller has accounted for the pod"},
 	"customresourcecleanup.apiextensions.k8s.io":  {"kube-apiserver (apiextensions)", "kube-apiserver", "once every custom resource of the definition is deleted"},
 	"service.kubernetes.io/load-balancer-cleanup": {"the service controller of cloud-controller-manager", "cloud-controller-manager", "once the cloud load balancer is deleted"},
-	"teardown.dev/lien":                           {"the teardown controller", "teardown", "once the lien is released"},
-	"teardown.dev/dependents":                     {"the teardown controller", "teardown", "once the dependents are deleted or orphaned as the deletion policy says"},
-	"teardown.dev/teardown":                       {"the teardown controller", "teardown", "once the Teardown plan has finished"},
-	"teardown.dev/lien-cleanup":                   {"the teardown controller", "teardown", "once the lien's markers are off the objects it protected"},
+	lien.Finalizer:                                {"the teardown controller", "teardown", "once the lien is released"},
+	dependents.Finalizer:                          {"the teardown controller", "teardown", "once the dependents are deleted or orphaned as the deletion policy says"},
+	v1alpha1.TeardownFinalizer:                    {"the teardown controller", "teardown", "once the Teardown plan has finished"},
+	// CleanupFinalizer of internal/controller/lien, which the CLI does not import.
+	"teardown.dev/lien-cleanup": {"the teardown controller", "teardown", "once the lien's markers are off the objects it protected"},
 }
-
-// planFinalizerPrefix starts the finalizer each Teardown plan holds its
-// trigger by (teardown.dev/teardown-<plan>).
-const planFinalizerPrefix = "teardown.dev/teardown-"
 
 // knownFinalizer looks finalizer up in knownFinalizers, and knows each
 // plan's own finalizer on a trigger.
@@ -117,9 +118,9 @@ func knownFinalizer(finalizer string) (known, bool) {
 	if k, ok := knownFinalizers[finalizer]; ok {
 		return k, true
 	}
-	if strings.HasPrefix(finalizer, planFinalizerPrefix) {
+	if strings.HasPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) {
 		return known{"the teardown controller (or the operator, for a plan it runs with teardown.SelfUninstall)", "teardown",
-			"once the plan " + strings.TrimPrefix(finalizer, planFinalizerPrefix) + " has finished"}, true
+			"once the plan " + strings.TrimPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) + " has finished"}, true
 	}
 	return known{}, false
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // GatherControllers lists Deployments and Leases in all namespaces. now
@@ -204,8 +206,8 @@ func (h Holder) Holds(gk schema.GroupKind, ns, name string, lbls map[string]stri
 }
 
 var (
-	liensGVR        = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "liens"}
-	clusterLiensGVR = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "clusterliens"}
+	liensGVR        = v1alpha1.GroupVersion.WithResource("liens")
+	clusterLiensGVR = v1alpha1.GroupVersion.WithResource("clusterliens")
 )
 
 // GatherLienObjects reads the named liens ("ns/name" or "name"); names

@@ -1,23 +1,21 @@
 package doctor
 
 import (
-	"encoding/json"
 	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/dependents"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
-// Label, annotation and finalizer keys of the contract (DESIGN.md); read
-// here directly so that the doctor works on any cluster.
+// Markers other projects put on objects, which the doctor reads beside
+// teardown's own (those are declared once, in pkg/lien and pkg/dependents).
 const (
-	LienLabel        = "teardown.dev/lien"
-	LiensAnnotation  = "teardown.dev/liens"
-	LienFinalizer    = "teardown.dev/lien"
-	OwnersAnnotation = "teardown.dev/owners"
-	OwnedLabel       = "teardown.dev/owned"
-	DeletionPolicy   = "teardown.dev/deletion-policy"
-	ConfirmDeletion  = "teardown.dev/confirm-deletion"
-	CrossplaneInUse  = "crossplane.io/in-use"
-	HelmReleaseName  = "meta.helm.sh/release-name"
-	HelmReleaseNS    = "meta.helm.sh/release-namespace"
+	CrossplaneInUse = "crossplane.io/in-use"
+	HelmReleaseName = "meta.helm.sh/release-name"
+	HelmReleaseNS   = "meta.helm.sh/release-namespace"
 )
 
 // Lien is one hold on an object's deletion.
@@ -34,55 +32,40 @@ type Lien struct {
 	HeldBy []string `json:"heldBy,omitempty"`
 }
 
-type lienEntry struct {
-	Lien   string `json:"lien"`
-	Reason string `json:"reason"`
-}
-
 // LiensOf reads the liens on an object from its labels, annotations and
-// finalizers.
+// finalizers: Deny while the lien label refuses the DELETE, else Defer
+// while the lien finalizer holds the object.
 func LiensOf(labels, annotations map[string]string, finalizers []string) []Lien {
 	var out []Lien
 	mode := ""
 	switch {
-	case labels[LienLabel] == "true":
-		mode = "Deny"
-	case slices.Contains(finalizers, LienFinalizer):
-		mode = "Defer"
+	case labels[lien.Label] == lien.LabelDeny:
+		mode = string(v1alpha1.LienModeDeny)
+	case slices.Contains(finalizers, lien.Finalizer):
+		mode = string(v1alpha1.LienModeDefer)
 	}
 	if mode != "" {
-		var entries []lienEntry
-		if err := json.Unmarshal([]byte(annotations[LiensAnnotation]), &entries); err != nil || len(entries) == 0 {
-			out = append(out, Lien{Name: "(unnamed)", Reason: "annotation " + LiensAnnotation + " missing or unreadable", Mode: mode, Source: "teardown"})
+		entries, err := lien.Parse(annotations[lien.Annotation])
+		if err != nil || len(entries) == 0 {
+			out = append(out, Lien{Name: "(unnamed)", Reason: "annotation " + lien.Annotation + " missing or unreadable", Mode: mode, Source: "teardown"})
 		}
 		for _, e := range entries {
 			out = append(out, Lien{Name: e.Lien, Reason: e.Reason, Mode: mode, Source: "teardown"})
 		}
 	}
 	if labels[CrossplaneInUse] == "true" {
-		out = append(out, Lien{Name: "a Crossplane Usage", Reason: "label " + CrossplaneInUse, Mode: "Deny", Source: "crossplane"})
+		out = append(out, Lien{Name: "a Crossplane Usage", Reason: "label " + CrossplaneInUse, Mode: string(v1alpha1.LienModeDeny), Source: "crossplane"})
 	}
 	return out
 }
 
-// Owner is one entry of the teardown.dev/owners annotation.
-type Owner struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	UID        string `json:"uid,omitempty"`
-}
-
-// OwnersOf reads the teardown owner links of a dependent.
-func OwnersOf(annotations map[string]string) []Owner {
-	raw, ok := annotations[OwnersAnnotation]
-	if !ok {
+// OwnersOf reads the teardown owner links of a dependent as the controller
+// does (dependents.Owners): a malformed annotation gives none, as the
+// controller acts on none of its links.
+func OwnersOf(obj metav1.Object) []dependents.OwnerLink {
+	links, err := dependents.Owners(obj)
+	if err != nil {
 		return nil
 	}
-	var out []Owner
-	if json.Unmarshal([]byte(raw), &out) != nil {
-		return nil
-	}
-	return out
+	return links
 }

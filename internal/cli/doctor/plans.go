@@ -78,10 +78,7 @@ func (p Plan) State() string {
 	return "not seen by the teardown controller yet"
 }
 
-var (
-	teardownsGVR = v1alpha1.GroupVersion.WithResource("teardowns")
-	keptLienGVR  = v1alpha1.GroupVersion.WithResource("clusterliens")
-)
+var teardownsGVR = v1alpha1.GroupVersion.WithResource("teardowns")
 
 // GatherPlans reads every Teardown and the ClusterLien that keeps its
 // keepUntilDone objects. None when the API is not installed or may not be
@@ -121,7 +118,7 @@ func GatherPlans(ctx context.Context, dyn dynamic.Interface) []Plan {
 // (labelled with their Teardown), by name.
 func keepLiens(ctx context.Context, dyn dynamic.Interface) map[string]*v1alpha1.ClusterLien {
 	out := map[string]*v1alpha1.ClusterLien{}
-	list, err := dyn.Resource(keptLienGVR).List(ctx, metav1.ListOptions{LabelSelector: teardown.KeepLabel})
+	list, err := dyn.Resource(clusterLiensGVR).List(ctx, metav1.ListOptions{LabelSelector: teardown.KeepLabel})
 	if err != nil {
 		return out
 	}

@@ -155,13 +155,13 @@ func nativeOwnersGone(o *resource.Object, gone goneFunc, kinds map[schema.GroupK
 }
 
 func teardownOwnersGone(o *resource.Object, gone goneFunc) (Orphan, bool) {
-	owners := doctor.OwnersOf(o.Annotations)
+	owners := doctor.OwnersOf(o)
 	if len(owners) == 0 {
 		return Orphan{}, false
 	}
 	var why []string
 	for _, ow := range owners {
-		isGone, how := gone(ow.APIVersion, ow.Kind, types.UID(ow.UID))
+		isGone, how := gone(ow.APIVersion, ow.Kind, ow.UID)
 		if !isGone {
 			return Orphan{}, false
 		}

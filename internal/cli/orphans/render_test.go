@@ -16,6 +16,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/pkg/dependents"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -54,7 +55,7 @@ func TestFindAndRender(t *testing.T) {
 				m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "parent", UID: "gone"}}
 			}),
 			obj(configmaps, "live", "linked", func(m *metav1.ObjectMeta) {
-				m.Annotations = map[string]string{doctor.OwnersAnnotation: `[{"apiVersion":"example.com/v1","kind":"Widget","namespace":"live","name":"w","uid":"gone-w"}]`}
+				m.Annotations = map[string]string{dependents.OwnersAnnotation: `[{"apiVersion":"example.com/v1","kind":"Widget","namespace":"live","name":"w","uid":"gone-w"}]`}
 			}),
 			obj(configmaps, "live", "unknown-owner", func(m *metav1.ObjectMeta) {
 				m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "metrics.example.com/v1beta1", Kind: "Metric", Name: "m", UID: "x"}}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/pkg/dependents"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // Propagation is kubectl's --cascade: background, foreground or orphan.
@@ -138,8 +140,8 @@ func Build(f *Facts) *Plan {
 		for _, r := range o.OwnerReferences {
 			g.native[r.UID] = append(g.native[r.UID], o)
 		}
-		for _, ow := range doctor.OwnersOf(o.Annotations) {
-			g.linked[types.UID(ow.UID)] = append(g.linked[types.UID(ow.UID)], o)
+		for _, ow := range doctor.OwnersOf(o) {
+			g.linked[ow.UID] = append(g.linked[ow.UID], o)
 		}
 		if o.Namespace != "" {
 			g.inNS[o.Namespace] = append(g.inNS[o.Namespace], o)
@@ -222,9 +224,9 @@ func (g *graph) node(o *resource.Object, parentNS, via string) *Node {
 
 // policyOf is the owner's sticky teardown deletion policy.
 func policyOf(o *resource.Object) string {
-	p := o.Labels[doctor.DeletionPolicy]
+	p := o.Labels[dependents.PolicyLabel]
 	if p == "OrphanUnlessConfirmed" {
-		if o.Annotations[doctor.ConfirmDeletion] == "true" {
+		if o.Annotations[dependents.ConfirmDeletionAnnotation] == "true" {
 			return "Delete"
 		}
 		return "Orphan"
@@ -299,7 +301,7 @@ func (g *graph) expand(n *Node, o *resource.Object, depth int) {
 		case depth == 0 && g.f.Propagation == Orphan && e.via == "ownerReference":
 			c.Action, c.Why = ActionOrphan, "--cascade=orphan: its ownerReference is removed"
 		case policy == "Orphan":
-			c.Action, c.Why = ActionOrphan, fmt.Sprintf("owner's %s is %s", doctor.DeletionPolicy, o.Labels[doctor.DeletionPolicy])
+			c.Action, c.Why = ActionOrphan, fmt.Sprintf("owner's %s is %s", dependents.PolicyLabel, o.Labels[dependents.PolicyLabel])
 		default:
 			if other := g.otherOwner(d); other != "" {
 				c.Action, c.Why = ActionKeep, "still owned by "+other
@@ -353,8 +355,8 @@ func (g *graph) otherOwner(d *resource.Object) string {
 			refs = append(refs, o.Ref())
 		}
 	}
-	for _, ow := range doctor.OwnersOf(d.Annotations) {
-		uid := types.UID(ow.UID)
+	for _, ow := range doctor.OwnersOf(d) {
+		uid := ow.UID
 		if o, ok := g.byUID[uid]; ok && !g.deleting[uid] && !g.pending(uid) {
 			refs = append(refs, o.Ref())
 		}
@@ -398,7 +400,7 @@ func (g *graph) block(n *Node) {
 		}
 		managers := doctor.FinalizerManagers(o.ManagedFields)
 		for _, fin := range o.Finalizers {
-			if fin == doctor.LienFinalizer || fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents {
+			if fin == lien.Finalizer || fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents {
 				continue
 			}
 			v := g.f.Controllers.Explain(fin, managers[fin])

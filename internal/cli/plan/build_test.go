@@ -11,6 +11,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 var configmaps = resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
@@ -76,9 +77,9 @@ func TestBuildBlocked(t *testing.T) {
 func TestBuildCRD(t *testing.T) {
 	crds := resource.APIResource{GVR: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Kind: "CustomResourceDefinition"}
 	gadgets := resource.APIResource{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}, Kind: "Gadget", Namespaced: true}
-	marked := func(o *resource.Object, lien string) *resource.Object {
-		o.Labels = map[string]string{doctor.LienLabel: "true"}
-		o.Annotations = map[string]string{doctor.LiensAnnotation: `[{"lien":"` + lien + `","reason":"in use"}]`}
+	marked := func(o *resource.Object, name string) *resource.Object {
+		o.Labels = map[string]string{lien.Label: "true"}
+		o.Annotations = map[string]string{lien.Annotation: `[{"lien":"` + name + `","reason":"in use"}]`}
 		return o
 	}
 	objects := func() []*resource.Object {

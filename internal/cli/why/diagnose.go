@@ -17,6 +17,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // Diagnosis is the answer of `why`.
@@ -181,7 +182,7 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Title = fmt.Sprintf("lien %s denies DELETE", l.Name)
 			fd.Advice = append(fd.Advice, "delete what the lien waits for (or the lien itself, if the reason no longer holds); the deletion then goes through")
 		default:
-			fd.Title = fmt.Sprintf("lien %s defers the deletion (finalizer %s)", l.Name, doctor.LienFinalizer)
+			fd.Title = fmt.Sprintf("lien %s defers the deletion (finalizer %s)", l.Name, lien.Finalizer)
 			fd.Advice = append(fd.Advice, "delete what the lien waits for (or the lien itself); the teardown controller then removes the finalizer")
 		}
 		if l.Reason != "" {
@@ -203,7 +204,7 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Facts = append(fd.Facts, Fact{"held by", "the lien itself (released when it is deleted)"})
 		case l.Source == "teardown":
 			fd.Facts = append(fd.Facts, Fact{"held by", l.Name + " (the Lien object is gone or unreadable: its label stays until the teardown controller releases it)"})
-			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), doctor.LienLabel))
+			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), lien.Label))
 		}
 		fd.Facts = append(fd.Facts, Fact{"protects", names(h.refs)})
 		if c, ok := cycles[l.Name]; ok && l.Source == "teardown" {
@@ -318,8 +319,8 @@ func relatedIndex(objs []*resource.Object) related {
 		for _, ref := range o.OwnerReferences {
 			r.byOwner[ref.UID] = append(r.byOwner[ref.UID], o.Ref())
 		}
-		for _, ow := range doctor.OwnersOf(o.Annotations) {
-			r.byTeardown[types.UID(ow.UID)] = append(r.byTeardown[types.UID(ow.UID)], o.Ref())
+		for _, ow := range doctor.OwnersOf(o) {
+			r.byTeardown[ow.UID] = append(r.byTeardown[ow.UID], o.Ref())
 		}
 		if ns := o.Annotations[doctor.HelmReleaseNS]; ns != "" && o.Namespace != ns {
 			r.byHelmNS[ns] = append(r.byHelmNS[ns], fmt.Sprintf("%s (Helm release %s/%s)", o.Ref(), ns, o.Annotations[doctor.HelmReleaseName]))

@@ -107,7 +107,7 @@ func tiedToNamespace(o *resource.Object, ns string) bool {
 	if o.Annotations[doctor.HelmReleaseNS] == ns {
 		return true
 	}
-	for _, ow := range doctor.OwnersOf(o.Annotations) {
+	for _, ow := range doctor.OwnersOf(o) {
 		if ow.Namespace == ns {
 			return true
 		}
@@ -121,8 +121,8 @@ func dependsOn(o *resource.Object, uid types.UID) bool {
 			return true
 		}
 	}
-	for _, ow := range doctor.OwnersOf(o.Annotations) {
-		if types.UID(ow.UID) == uid {
+	for _, ow := range doctor.OwnersOf(o) {
+		if ow.UID == uid {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -67,8 +68,8 @@ func stuckNamespace() *Facts {
 	content = append(content, &resource.Object{
 		Resource: resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true},
 		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.myfoo.v1", Namespace: "foohome", UID: "s1",
-			Labels:      map[string]string{doctor.LienLabel: "true"},
-			Annotations: map[string]string{doctor.LiensAnnotation: `[{"lien":"foohome/keep-release","reason":"release record needed to uninstall myfoo cleanly"}]`}},
+			Labels:      map[string]string{lien.Label: "true"},
+			Annotations: map[string]string{lien.Annotation: `[{"lien":"foohome/keep-release","reason":"release record needed to uninstall myfoo cleanly"}]`}},
 	})
 	role := &resource.Object{
 		Resource: resource.APIResource{GVR: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole"},
@@ -126,13 +127,13 @@ func TestRenderLienCycle(t *testing.T) {
 		"metadata": map[string]any{"name": "cyc", "uid": "ns-uid", "deletionTimestamp": "2026-05-01T11:58:00Z"},
 		"status":   map[string]any{"phase": "Terminating"},
 	}}
-	marked := func(r resource.APIResource, name, lien string, lbls map[string]string) *resource.Object {
-		l := map[string]string{doctor.LienLabel: "true"}
+	marked := func(r resource.APIResource, name, lienName string, lbls map[string]string) *resource.Object {
+		l := map[string]string{lien.Label: "true"}
 		for k, v := range lbls {
 			l[k] = v
 		}
 		return &resource.Object{Resource: r, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "cyc", UID: k8stypes.UID(name), Labels: l,
-			Annotations: map[string]string{doctor.LiensAnnotation: `[{"lien":"` + lien + `","reason":"kept"}]`}}}
+			Annotations: map[string]string{lien.Annotation: `[{"lien":"` + lienName + `","reason":"kept"}]`}}}
 	}
 	configMaps := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	secrets := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
