@@ -66,7 +66,6 @@ func TestPlanNamespace(t *testing.T) {
 	env.EnsureWidgetCRD(t)
 	env.CreateNamespace(t, ns, nil)
 	env.CreateNamespace(t, elsewhere, nil)
-	env.InstallLienPolicy(t, ns)
 	nsObj := must(kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}))
 
 	dep := must(kube.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{

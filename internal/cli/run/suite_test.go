@@ -4,7 +4,6 @@ package run_test
 
 import (
 	"context"
-	"io"
 	"sync"
 	"testing"
 
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
-	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 )
 
@@ -24,16 +22,14 @@ func TestMain(m *testing.M) { doctortest.Main(m, &env) }
 
 var startOnce sync.Once
 
-// startTeardown installs teardown and runs its controllers in this process,
-// as the admin user the tests run as, once for the package.
+// startTeardown runs teardown's controllers in this process (doctortest.Main
+// installed the manifests), as the admin user the tests run as, once for
+// the package.
 func startTeardown(t *testing.T) {
 	t.Helper()
 	var err error
 	startOnce.Do(func() {
 		ctrl.SetLogger(logr.Discard())
-		if err = install.Apply(context.Background(), env.Cfg, install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
-			return
-		}
 		var mgr ctrl.Manager
 		if mgr, err = manager.New(env.Cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0"}); err != nil {
 			return

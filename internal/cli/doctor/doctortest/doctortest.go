@@ -1,17 +1,19 @@
-// Package doctortest holds what the integration tests of why, plan and
-// orphans share: one local control plane per test package, running the CLI
-// against it, and the fixtures that leave deletions stuck.
+// Package doctortest holds what the integration tests of why, plan, orphans
+// and run share: one local control plane per test package with teardown's
+// shipped manifests installed (install.Apply: the CRDs and the policies of
+// config/, so DELETEs are refused with the real policy's message), running
+// the CLI against it, and the fixtures that leave deletions stuck.
 package doctortest
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/cli"
+	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -39,7 +42,13 @@ type Env struct {
 	CacheDir string
 }
 
-// Main starts one control plane, runs the tests, and stops it.
+// AdminUser is who the tests run as (the local control plane's admin); the
+// installed policies trust it to change lien markers, as they trust the
+// controller.
+const AdminUser = "teardown:admin"
+
+// Main starts one control plane, installs teardown's manifests, runs the
+// tests, and stops it.
 func Main(m *testing.M, env **Env) {
 	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
 	if err != nil {
@@ -47,6 +56,9 @@ func Main(m *testing.M, env **Env) {
 		os.Exit(1)
 	}
 	e, err := newEnv(c)
+	if err == nil {
+		err = install.Apply(context.Background(), e.Cfg, install.Options{ControllerUsers: []string{AdminUser}}, io.Discard)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = c.Stop()
@@ -205,63 +217,5 @@ func WaitGone(t *testing.T, what string, get func(context.Context) error) {
 		return apierrors.IsNotFound(get(ctx)), nil
 	}); err != nil {
 		t.Fatalf("waiting for %s to be gone: %v", what, err)
-	}
-}
-
-// LienPolicy is the lien enforcement of DESIGN.md: a
-// ValidatingAdmissionPolicy denying DELETE of anything carrying the lien
-// label, with a message naming the liens.
-const LienPolicy = "teardown-lien-test"
-
-// InstallLienPolicy installs the policy and its binding and waits until a
-// dry-run delete of a labelled ConfigMap in ns is denied.
-func (e *Env) InstallLienPolicy(t *testing.T, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	fail := admissionv1.Fail
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: LienPolicy},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{
-				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"teardown.dev/lien": "true"}},
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Delete},
-					Rule:       admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}},
-				}}},
-			},
-			Validations: []admissionv1.Validation{{
-				Expression:        "false",
-				MessageExpression: `'protected by liens: ' + (has(oldObject.metadata.annotations) && 'teardown.dev/liens' in oldObject.metadata.annotations ? oldObject.metadata.annotations['teardown.dev/liens'] : '(unnamed)')`,
-				Reason:            new(metav1.StatusReasonForbidden),
-			}},
-		},
-	}
-	if _, err := e.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the lien policy: %v", err)
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: LienPolicy},
-		Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: LienPolicy, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
-	}
-	if _, err := e.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the lien policy binding: %v", err)
-	}
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "lien-probe", Labels: map[string]string{"teardown.dev/lien": "true"}}}
-	if _, err := e.Kube.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the lien probe: %v", err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := e.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, probe.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		return apierrors.IsForbidden(err), nil
-	}); err != nil {
-		t.Fatalf("the lien policy never denied a delete: %v", err)
-	}
-	// The probe keeps its lien label: remove it so the namespace can go.
-	if _, err := e.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, probe.Name, "application/merge-patch+json", []byte(`{"metadata":{"labels":null}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("releasing the lien probe: %v", err)
-	}
-	if err := e.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, probe.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting the lien probe: %v", err)
 	}
 }
