@@ -42,7 +42,13 @@ func TriggerFinalizer(plan string) string {
 // again from the named step: `teardown run --from-step NAME` sets it.
 const RunFromStepAnnotation = "teardown.dev/run-from-step"
 
-// Condition types and reasons of a Teardown.
+// Condition types and reasons of a Teardown. Besides Armed and Running it
+// carries ConditionReady, which sums the plan up from the condition of its
+// phase: Pending, Armed's status, reason and message; Running, False with
+// Running's reason (ReasonRunning, or the reason of a refused request it
+// waits on) and message; Succeeded, True with ReasonSucceeded; Failed,
+// False with Running's reason (ReasonFailed, or ReasonInvalidResume) and
+// its message, which says what is pending and how to continue.
 const (
 	// ConditionArmed is True while the plan is ready to run on its trigger:
 	// the trigger carries the finalizer and keepUntilDone is protected.
@@ -66,6 +72,9 @@ const (
 	ReasonRunning     = "Running"
 	ReasonSucceeded   = "Succeeded"
 	ReasonFailed      = "Failed"
+	// ReasonInvalidResume (Running=False): the run-from-step annotation
+	// names a step the plan cannot resume from; the plan stays as it was.
+	ReasonInvalidResume = "InvalidResume"
 	// ReasonMissingPermission (on Armed or Running): RBAC denies the
 	// controller a request the plan needs; the message names the verb and
 	// resource. ReasonAdmissionDenied: RBAC allows it, admission refused it.

@@ -36,7 +36,7 @@ type Controller struct {
 var Controllers = []Controller{
 	{Name: "lien", Setup: lien.Setup},
 	{Name: "dependents", Setup: dependents.Setup},
-	{Name: "teardown", Setup: teardown.Setup},
+	{Name: "teardown", Setup: func(mgr ctrl.Manager) error { return teardown.Setup(mgr, teardown.Options{}) }},
 }
 
 // Names are the names of Controllers, for flags and messages.

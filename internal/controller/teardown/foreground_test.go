@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,10 +164,10 @@ func TestForegroundDeleteOfTheTriggersOwner(t *testing.T) {
 	if err := foreground(ctx, owner, false); err != nil {
 		t.Fatalf("the owner holds no plan: its foreground delete should be accepted: %v", err)
 	}
-	td := waitPhase(t, plan.Name, v1alpha1.PhaseRunning, time.Minute)
-	if !strings.Contains(conditionMessages(td), "the trigger Deployment "+ns+"/operator is being deleted") {
-		t.Errorf("the plan should have started on the trigger's deletion: %+v", td.Status.Conditions)
-	}
+	waitPhase(t, plan.Name, v1alpha1.PhaseRunning, time.Minute)
+	// The plan started on the trigger's deletion (the Running condition
+	// says so only until the first tick writes the step's progress).
+	waitEvent(t, plan.Name, "Started", "the trigger Deployment "+ns+"/operator is being deleted")
 	if err := k.Get(ctx, client.ObjectKeyFromObject(owner), owner); err != nil || owner.DeletionTimestamp == nil {
 		t.Fatalf("the owner should wait for the trigger: %v", err)
 	}
@@ -190,10 +191,20 @@ func TestForegroundDeleteOfTheTriggersOwner(t *testing.T) {
 	deleteAll(t, plan)
 }
 
-func conditionMessages(td *v1alpha1.Teardown) string {
-	var b strings.Builder
-	for _, c := range td.Status.Conditions {
-		b.WriteString(c.Message + "\n")
-	}
-	return b.String()
+// waitEvent waits for an Event of the Teardown named name with reason and
+// a note that contains want.
+func waitEvent(t *testing.T, name, reason, want string) {
+	t.Helper()
+	eventually(t, time.Minute, "the event "+reason+" of teardown "+name, func(ctx context.Context) (bool, error) {
+		var l eventsv1.EventList
+		if err := k.List(ctx, &l, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return false, err
+		}
+		for _, e := range l.Items {
+			if e.Regarding.Kind == "Teardown" && e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, want) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,18 +31,64 @@ import (
 	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
 
-// Interval is how often a running plan is ticked (besides watch events).
-var Interval = time.Second
+// Options configure the Teardown controller; a zero field takes its
+// default.
+type Options struct {
+	// Interval is how often a running plan is ticked besides watch events
+	// (default 1s).
+	Interval time.Duration
+	// Refused is how long a plan waits after the API server refused it a
+	// request before it tries again: the right may be granted meanwhile
+	// (default 30s).
+	Refused time.Duration
+	// Together is how long a Teardown deleted while its trigger stays waits
+	// for the trigger's deletion before it is disarmed: an uninstall that
+	// deletes both (helm uninstall, kubectl delete -f) sends the second
+	// DELETE within it, in either order (default 30s).
+	Together time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Refused <= 0 {
+		o.Refused = 30 * time.Second
+	}
+	if o.Together <= 0 {
+		o.Together = 30 * time.Second
+	}
+	return o
+}
+
+// triggerField indexes Teardowns by their trigger (triggerKey): the
+// Teardowns of an object are found without listing every one.
+const triggerField = "spec.trigger"
+
+func triggerKey(apiVersion, kind, namespace, name string) string {
+	return apiVersion + "/" + kind + "/" + namespace + "/" + name
+}
+
+func indexTrigger(o client.Object) []string {
+	t, ok := o.(*v1alpha1.Teardown)
+	if !ok || t.Spec.Trigger == nil {
+		return nil
+	}
+	tr := t.Spec.Trigger
+	return []string{triggerKey(tr.APIVersion, tr.Kind, tr.Namespace, tr.Name)}
+}
 
 // Reconciler runs Teardown plans.
 type Reconciler struct {
-	// Client is the manager's: it reads Teardowns from the cache, and
-	// writes. Reader reads live (the manager's API reader): the Teardown
-	// whose status a tick goes on from, and the trigger it holds.
+	// Client is the manager's: it reads Teardowns from the cache (by the
+	// trigger index), and writes. Reader reads live (the manager's API
+	// reader): the Teardown whose status a tick goes on from, and the
+	// trigger it holds.
 	Client   client.Client
 	Reader   client.Reader
 	Runner   *runner.Runner
 	Recorder recorder.EventRecorder
+	Options  Options
 
 	cache      cache.Cache
 	controller controller.Controller
@@ -49,13 +96,17 @@ type Reconciler struct {
 	watched    map[schema.GroupVersionKind]bool
 }
 
-// Setup registers the Teardown controller with mgr.
-func Setup(mgr ctrl.Manager) error {
+// Setup registers the Teardown controller with mgr, on mgr's client.
+func Setup(mgr ctrl.Manager, o Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerField, indexTrigger); err != nil {
+		return fmt.Errorf("indexing teardowns by trigger: %w", err)
+	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
 		Runner:   runner.ForManager(mgr),
 		Recorder: mgr.GetEventRecorder("teardown-teardown"),
+		Options:  o.withDefaults(),
 		cache:    mgr.GetCache(),
 		watched:  map[schema.GroupVersionKind]bool{},
 	}
@@ -76,31 +127,185 @@ func Setup(mgr ctrl.Manager) error {
 	return nil
 }
 
-// Refused is how long a plan waits after the API server refused it a
-// request before it tries again (the right may be granted meanwhile).
-var Refused = 30 * time.Second
-
 // Reconcile arms a plan on its trigger, runs it once the trigger is being
-// deleted, and releases the trigger and keepUntilDone once it finished. A
-// request the API server refuses becomes a condition naming it, not a
-// retry loop.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := r.reconcile(ctx, req)
+// deleted, and releases the trigger and keepUntilDone once it finished.
+// The status is written once, at the end (patchStatus). A request the API
+// server refuses becomes a condition naming it, not a retry loop; a
+// conflict requeues silently.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
+	t := &v1alpha1.Teardown{}
+	// Live: the status written by the last tick is where this tick goes
+	// on from, and the cache may not hold it yet.
+	if err := r.Reader.Get(ctx, req.NamespacedName, t); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	before := t.Status.DeepCopy()
+	resumed := false
+	defer func() {
+		res, reterr = r.patchStatus(ctx, t, before, resumed, res, reterr)
+	}()
+
+	if errs := teardown.Validate(&t.Spec); len(errs) > 0 {
+		// Admission refuses these; a plan stored before the rules were
+		// tightened gets a condition, not a retry loop.
+		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan, errs.ToAggregate().Error())
+		return reconcile.Result{}, nil
+	}
+	if t.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
+		if err := r.patchMeta(ctx, t, func(t *v1alpha1.Teardown) { controllerutil.AddFinalizer(t, v1alpha1.TeardownFinalizer) }); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer of teardown %s: %w", t.Name, err)
+		}
+	}
+	var err error
+	switch from := t.Annotations[v1alpha1.RunFromStepAnnotation]; {
+	case from != "":
+		res, resumed = r.resume(t, from), true
+	case t.DeletionTimestamp.IsZero():
+		res, err = r.reconcileNormal(ctx, t)
+	default:
+		res, err = r.reconcileDelete(ctx, t)
+	}
 	var refused *runner.RefusedError
-	if errors.As(err, &refused) {
-		return r.reportRefused(ctx, req, refused)
+	switch {
+	case errors.As(err, &refused):
+		return r.reportRefused(ctx, t, refused), nil
+	case apierrors.IsConflict(err):
+		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
 	}
 	return res, err
+}
+
+// patchStatus writes what the reconcile changed in t's status, with Ready
+// summed up, in one patch (optimistic lock: a status read before someone
+// else's write is not written over it); then, for a resumed plan, takes
+// the run-from-step annotation off, once the resumed status is stored.
+func (r *Reconciler) patchStatus(ctx context.Context, t *v1alpha1.Teardown, before *v1alpha1.TeardownStatus, resumed bool, res reconcile.Result, err error) (reconcile.Result, error) {
+	setReady(t)
+	if !equality.Semantic.DeepEqual(before, &t.Status) {
+		base := t.DeepCopy()
+		base.Status = *before
+		perr := r.Client.Status().Patch(ctx, t, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsNotFound(perr): // gone: its last finalizer was just taken off
+			return res, err
+		case apierrors.IsConflict(perr):
+			return reconcile.Result{Requeue: true}, err //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
+		case perr != nil:
+			return res, errors.Join(err, fmt.Errorf("writing the status of teardown %s: %w", t.Name, perr))
+		}
+	}
+	if resumed && err == nil {
+		perr := r.patchMeta(ctx, t, func(t *v1alpha1.Teardown) { delete(t.Annotations, v1alpha1.RunFromStepAnnotation) })
+		switch {
+		case apierrors.IsConflict(perr):
+			return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
+		case perr != nil:
+			return res, fmt.Errorf("removing the annotation %s of teardown %s: %w", v1alpha1.RunFromStepAnnotation, t.Name, perr)
+		}
+	}
+	return res, err
+}
+
+// patchMeta patches t's metadata as change makes it (optimistic lock),
+// leaving t's status as it is in memory for patchStatus.
+func (r *Reconciler) patchMeta(ctx context.Context, t *v1alpha1.Teardown, change func(*v1alpha1.Teardown)) error {
+	obj := t.DeepCopy()
+	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	change(obj)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		return err
+	}
+	t.ObjectMeta = obj.ObjectMeta
+	return nil
+}
+
+// reconcileNormal handles a Teardown that is not being deleted: a pending
+// plan is armed on its trigger (or on its own deletion, without one) and
+// started when the trigger is being deleted; a running plan ticks; a
+// finished one waits for a person.
+func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
+	switch t.Status.Phase {
+	case v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed:
+		return reconcile.Result{}, nil // terminal: a person resumes, gives up or deletes it
+	case v1alpha1.PhaseRunning:
+		return r.run(ctx, t)
+	}
+	if t.Spec.Trigger == nil {
+		return reconcile.Result{}, r.arm(ctx, t, "runs when this Teardown is deleted, or by teardown run")
+	}
+	trigger, err := r.trigger(ctx, t)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case trigger == nil:
+		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
+		return reconcile.Result{}, nil
+	case !trigger.DeletionTimestamp.IsZero():
+		return r.start(ctx, t, fmt.Sprintf("the trigger %s is being deleted", triggerName(t))), nil
+	}
+	if i := teardown.Keeps(t.Spec.KeepUntilDone, trigger.GroupVersionKind(), trigger); i >= 0 {
+		// Kept, its DELETE would be refused and the plan never start.
+		if _, err := r.Runner.Release(ctx, t.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan,
+			fmt.Sprintf("spec.keepUntilDone[%d] keeps the trigger %s: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already: remove it from keepUntilDone", i, triggerName(t)))
+		return reconcile.Result{}, nil
+	}
+	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
+		if err := r.Client.Patch(ctx, trigger, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("holding the trigger %s: %w", triggerName(t), runner.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
+		}
+	}
+	t.Status.TriggerUID = string(trigger.UID)
+	return reconcile.Result{}, r.arm(ctx, t, fmt.Sprintf("runs when %s is deleted", triggerName(t)))
+}
+
+// reconcileDelete handles a Teardown being deleted: without a trigger its
+// deletion starts the plan; with one the plan still runs if the trigger
+// goes too (the same uninstall), else it is disarmed. The Teardown's own
+// finalizer goes once the plan succeeded or was let go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
+	switch t.Status.Phase {
+	case v1alpha1.PhaseSucceeded:
+		return reconcile.Result{}, r.dropOwnFinalizer(ctx, t)
+	case v1alpha1.PhaseFailed:
+		if deletedBeforeFailed(t) {
+			// Deleted by the uninstall that started the plan, not to give
+			// up: the trigger stays held until a person resumes, or gives
+			// up by removing the plan's finalizer from it.
+			held, err := r.holdsTrigger(ctx, t)
+			if err != nil || held {
+				return reconcile.Result{}, err
+			}
+		}
+		ctrl.LoggerFrom(ctx).Info("teardown deleted after it failed, or given up: releasing the trigger, deleting what keepUntilDone kept", "teardown", klog.KObj(t))
+		return r.disarm(ctx, t, true)
+	case v1alpha1.PhaseRunning:
+		return r.run(ctx, t)
+	}
+	if t.Spec.Trigger == nil {
+		return r.start(ctx, t, "the Teardown was deleted"), nil
+	}
+	if disarmed(t) {
+		return r.disarm(ctx, t, false)
+	}
+	trigger, err := r.trigger(ctx, t)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if trigger != nil && !trigger.DeletionTimestamp.IsZero() {
+		// The trigger goes: the plan runs, even though this Teardown is
+		// being deleted too (the same uninstall deleted both).
+		return r.start(ctx, t, fmt.Sprintf("the trigger %s is being deleted, and this Teardown with it", triggerName(t))), nil
+	}
+	return r.deletedAlone(ctx, t, trigger != nil)
 }
 
 // reportRefused explains a refused request (SelfSubjectAccessReview) on
 // the condition that stands still because of it: Armed before the plan
 // runs, Running after.
-func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, refused *runner.RefusedError) (reconcile.Result, error) {
-	t := &v1alpha1.Teardown{}
-	if err := r.Reader.Get(ctx, req.NamespacedName, t); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
+func (r *Reconciler) reportRefused(ctx context.Context, t *v1alpha1.Teardown, refused *runner.RefusedError) reconcile.Result {
 	resource := schema.GroupResource{Group: refused.GVK.Group, Resource: refused.GVK.Kind}
 	if m, err := r.Client.RESTMapper().RESTMapping(refused.GVK.GroupKind(), refused.GVK.Version); err == nil {
 		resource = m.Resource.GroupResource()
@@ -111,7 +316,7 @@ func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, r
 	if missing {
 		reason = v1alpha1.ReasonMissingPermission
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: t.Generation}
+	cond := metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 	if t.Status.Phase == v1alpha1.PhaseRunning {
 		cond.Type, cond.Status = v1alpha1.ConditionRunning, metav1.ConditionTrue
 		if st := stepOf(t, t.Status.CurrentStep); st.Name != "" {
@@ -122,131 +327,24 @@ func (r *Reconciler) reportRefused(ctx context.Context, req reconcile.Request, r
 	}
 	rights.Count("teardown", reason)
 	ctrl.LoggerFrom(ctx).Info("refused by the API server", "teardown", klog.KObj(t), "verb", rr.Verb, "resource", rr.Resource.String(), "reason", reason, "err", refused.Err.Error())
-	if apimeta.SetStatusCondition(&t.Status.Conditions, cond) {
+	if setCondition(t, cond) {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Run", "%s", cond.Message)
-		if t.Status.Phase == "" {
-			t.Status.Phase = v1alpha1.PhasePending
-		}
-		t.Status.ObservedGeneration = t.Generation
-		if err := r.Client.Status().Update(ctx, t); err != nil {
-			return conflict(err)
-		}
 	}
-	return reconcile.Result{RequeueAfter: Refused}, nil
+	if t.Status.Phase == "" {
+		t.Status.Phase = v1alpha1.PhasePending
+	}
+	return reconcile.Result{RequeueAfter: r.Options.Refused}
 }
-
-func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	t := &v1alpha1.Teardown{}
-	// Live: the status written by the last tick is where a restarted
-	// controller resumes.
-	if err := r.Reader.Get(ctx, req.NamespacedName, t); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if errs := teardown.Validate(&t.Spec); len(errs) > 0 {
-		// Admission refuses these; a plan stored before the rules were
-		// tightened gets a condition, not a retry loop.
-		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan, errs.ToAggregate().Error())
-	}
-	if from := t.Annotations[v1alpha1.RunFromStepAnnotation]; from != "" {
-		return r.resume(ctx, t, from)
-	}
-	if t.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
-		patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(t, v1alpha1.TeardownFinalizer)
-		if err := r.Client.Patch(ctx, t, patch); err != nil {
-			return conflict(err)
-		}
-	}
-	switch t.Status.Phase {
-	case v1alpha1.PhaseSucceeded:
-		return reconcile.Result{}, r.dropOwnFinalizer(ctx, t)
-	case v1alpha1.PhaseFailed:
-		if t.DeletionTimestamp.IsZero() {
-			return reconcile.Result{}, nil // terminal: a person resumes or gives up
-		}
-		if deletedBeforeFailed(t) {
-			// Deleted by the uninstall that started the plan, not to give
-			// up: the trigger stays held until a person resumes, or gives
-			// up by removing the plan's finalizer from it.
-			held, err := r.holdsTrigger(ctx, t)
-			if err != nil || held {
-				return reconcile.Result{}, err
-			}
-		}
-		log.Info("teardown deleted after it failed, or given up: releasing the trigger, deleting what keepUntilDone kept", "teardown", klog.KObj(t))
-		return r.disarm(ctx, t, true)
-	case v1alpha1.PhaseRunning:
-		return r.run(ctx, t)
-	}
-	// Pending: arm, or start.
-	if t.Spec.Trigger == nil {
-		if !t.DeletionTimestamp.IsZero() {
-			return r.start(ctx, t, "the Teardown was deleted")
-		}
-		return r.arm(ctx, t, "runs when this Teardown is deleted, or by teardown run")
-	}
-	if !t.DeletionTimestamp.IsZero() && disarmed(t) {
-		return r.disarm(ctx, t, false)
-	}
-	trigger, err := r.trigger(ctx, t)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if trigger != nil && !trigger.DeletionTimestamp.IsZero() {
-		// The trigger goes: the plan runs, even if this Teardown is being
-		// deleted too (the same uninstall deleted both).
-		why := fmt.Sprintf("the trigger %s is being deleted", triggerName(t))
-		if !t.DeletionTimestamp.IsZero() {
-			why += ", and this Teardown with it"
-		}
-		return r.start(ctx, t, why)
-	}
-	if !t.DeletionTimestamp.IsZero() {
-		return r.deletedAlone(ctx, t, trigger != nil)
-	}
-	if trigger == nil {
-		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
-	}
-	if i := teardown.Keeps(t.Spec.KeepUntilDone, trigger.GroupVersionKind(), trigger); i >= 0 {
-		// Kept, its DELETE would be refused and the plan never start.
-		if _, err := r.Runner.Release(ctx, t.Name); err != nil {
-			return reconcile.Result{}, err
-		}
-		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan,
-			fmt.Sprintf("spec.keepUntilDone[%d] keeps the trigger %s: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already: remove it from keepUntilDone", i, triggerName(t)))
-	}
-	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
-		if err := r.Client.Patch(ctx, trigger, patch); err != nil {
-			return conflict(fmt.Errorf("holding the trigger %s: %w", triggerName(t), runner.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name)))
-		}
-	}
-	if t.Status.TriggerUID != string(trigger.UID) {
-		t.Status.TriggerUID = string(trigger.UID)
-		if err := r.Client.Status().Update(ctx, t); err != nil {
-			return conflict(err)
-		}
-	}
-	return r.arm(ctx, t, fmt.Sprintf("runs when %s is deleted", triggerName(t)))
-}
-
-// Together is how long a Teardown deleted while its trigger stays waits
-// for the trigger's deletion before it is disarmed: an uninstall that
-// deletes both (helm uninstall, kubectl delete -f) sends the second DELETE
-// within it, in either order.
-var Together = 30 * time.Second
 
 // deletedAlone handles a Teardown being deleted while its trigger is not:
-// within Together of its deletion the plan stays armed (the trigger's
-// deletion may follow, in the same uninstall); after it, or at once when
-// the trigger does not exist, the plan is disarmed for good.
+// within Options.Together of its deletion the plan stays armed (the
+// trigger's deletion may follow, in the same uninstall); after it, or at
+// once when the trigger does not exist, the plan is disarmed for good.
 func (r *Reconciler) deletedAlone(ctx context.Context, t *v1alpha1.Teardown, triggerExists bool) (reconcile.Result, error) {
-	if left := time.Until(t.DeletionTimestamp.Add(Together)); triggerExists && left > 0 {
-		res, err := r.setArmed(ctx, t, metav1.ConditionTrue, v1alpha1.ReasonDeleting,
-			fmt.Sprintf("this Teardown is being deleted: the plan still runs if %s is deleted within %s of it, else it is disarmed", triggerName(t), Together))
-		if err != nil || res.Requeue || res.RequeueAfter > 0 { //nolint:staticcheck // conflict's requeue
-			return res, err
-		}
+	together := r.Options.Together
+	if left := time.Until(t.DeletionTimestamp.Add(together)); triggerExists && left > 0 {
+		r.setArmed(t, metav1.ConditionTrue, v1alpha1.ReasonDeleting,
+			fmt.Sprintf("this Teardown is being deleted: the plan still runs if %s is deleted within %s of it, else it is disarmed", triggerName(t), together))
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
 	msg := fmt.Sprintf("this Teardown was deleted while %s stays: the plan is disarmed; the trigger and keepUntilDone are let go", triggerName(t))
@@ -255,9 +353,7 @@ func (r *Reconciler) deletedAlone(ctx context.Context, t *v1alpha1.Teardown, tri
 	}
 	ctrl.LoggerFrom(ctx).Info("teardown deleted alone: disarming", "teardown", klog.KObj(t))
 	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonDisarmed, "Disarm", "%s", msg)
-	if res, err := r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonDisarmed, msg); err != nil || res.Requeue { //nolint:staticcheck // conflict's requeue
-		return res, err
-	}
+	r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonDisarmed, msg)
 	return r.disarm(ctx, t, false)
 }
 
@@ -268,52 +364,42 @@ func disarmed(t *v1alpha1.Teardown) bool {
 }
 
 // arm protects keepUntilDone and reports the plan armed.
-func (r *Reconciler) arm(ctx context.Context, t *v1alpha1.Teardown, how string) (reconcile.Result, error) {
+func (r *Reconciler) arm(ctx context.Context, t *v1alpha1.Teardown, how string) error {
 	held, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone)
 	if err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
+	if !held {
+		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on keepUntilDone to hold; the plan "+how)
+		return nil
+	}
+	r.setArmed(t, metav1.ConditionTrue, v1alpha1.ReasonArmed, "the plan "+how)
+	return nil
+}
+
+func (r *Reconciler) setArmed(t *v1alpha1.Teardown, status metav1.ConditionStatus, reason, msg string) {
+	setCondition(t, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: status, Reason: reason, Message: msg})
 	if t.Status.Phase == "" {
 		t.Status.Phase = v1alpha1.PhasePending
 	}
-	if !held {
-		return r.setArmed(ctx, t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on keepUntilDone to hold; the plan "+how)
-	}
-	return r.setArmed(ctx, t, metav1.ConditionTrue, v1alpha1.ReasonArmed, "the plan "+how)
 }
 
-func (r *Reconciler) setArmed(ctx context.Context, t *v1alpha1.Teardown, status metav1.ConditionStatus, reason, msg string) (reconcile.Result, error) {
-	changed := apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: status, Reason: reason, Message: msg, ObservedGeneration: t.Generation})
-	if t.Status.Phase == "" {
-		t.Status.Phase, changed = v1alpha1.PhasePending, true
-	}
-	if changed || t.Status.ObservedGeneration != t.Generation {
-		t.Status.ObservedGeneration = t.Generation
-		if err := r.Client.Status().Update(ctx, t); err != nil {
-			return conflict(err)
-		}
-	}
-	return reconcile.Result{}, nil
-}
-
-func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string) (reconcile.Result, error) {
+func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string) reconcile.Result {
 	ctrl.LoggerFrom(ctx).Info("starting the plan", "teardown", klog.KObj(t), "why", why)
 	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Started", "Run", "plan started: %s", why)
 	t.Status.Phase = v1alpha1.PhaseRunning
 	now := metav1.Now()
 	t.Status.StartedAt = &now
-	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunning, Message: "started: " + why, ObservedGeneration: t.Generation})
+	setCondition(t, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunning, Message: "started: " + why})
 	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionArmed); c != nil && c.Reason == v1alpha1.ReasonDeleting {
 		// The window's wait is over: the trigger's deletion came.
-		apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonArmed, Message: "the plan started: " + why, ObservedGeneration: t.Generation})
+		setCondition(t, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonArmed, Message: "the plan started: " + why})
 	}
-	if err := r.Client.Status().Update(ctx, t); err != nil {
-		return conflict(err)
-	}
-	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
+	return reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on at once
 }
 
-// run ticks the plan once and stores the status.
+// run ticks the plan once. What the tick did is in t's status even when
+// it failed half-way (the UIDs it deleted), for patchStatus to store.
 func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
 	// keepUntilDone is kept while a step is left to run (a plan started
 	// before it was armed gets its lien here), never once every step has
@@ -327,10 +413,8 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	prev := t.Status.DeepCopy()
 	res, err := r.Runner.Tick(ctx, &t.Spec, t.Status)
 	if err != nil {
-		// Keep what the tick did (the UIDs it deleted) before retrying.
 		if res.Status.Phase != "" {
 			t.Status = res.Status
-			_ = r.Client.Status().Update(ctx, t)
 		}
 		return reconcile.Result{}, err
 	}
@@ -341,67 +425,57 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 			r.Recorder.Eventf(t, nil, eventType(st.State), "Step"+string(st.State), "Run", "step %s: %s", st.Name, st.Message)
 		}
 	}
-	requeue := reconcile.Result{RequeueAfter: Interval}
 	switch t.Status.Phase {
 	case v1alpha1.PhaseSucceeded:
-		// Release keepUntilDone and delete what it kept, then release the
-		// trigger, then say Succeeded. completedAt stays: what was made
-		// after it was not kept, and is not deleted.
+		// Every step finished. Release keepUntilDone and delete what it
+		// kept, then release the trigger, then say Succeeded: until then
+		// the plan runs. completedAt stays: what was made after it was not
+		// kept, and is not deleted.
+		t.Status.Phase = v1alpha1.PhaseRunning
 		waiting, err := r.finish(ctx, t)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if waiting != "" {
-			t.Status.Phase = v1alpha1.PhaseRunning
 			r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "every step finished; "+waiting)
-			break
+			return reconcile.Result{RequeueAfter: r.Options.Interval}, nil
 		}
 		if err := r.releaseTrigger(ctx, t); err != nil {
 			return reconcile.Result{}, err
 		}
+		t.Status.Phase = v1alpha1.PhaseSucceeded
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("every step finished (%d)", len(t.Spec.Steps)))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger released, what keepUntilDone kept deleted")
-		requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
+		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: drop the finalizer at once
 	case v1alpha1.PhaseFailed:
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonFailed, failedMessage(t))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Run", "%s", failedMessage(t))
-		requeue = reconcile.Result{}
-	default:
-		st := stepOf(t, t.Status.CurrentStep)
-		msg := fmt.Sprintf("step %s: %s", st.Name, st.Message)
-		if len(st.Pending) > 0 {
-			msg += "; pending: " + strings.Join(st.Pending, ", ")
-		}
-		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
-		if len(res.Actions) > 0 || teardown.Current(&t.Spec, &t.Status) != res.Step {
-			requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
-		}
+		return reconcile.Result{}, nil
 	}
-	if err := r.Client.Status().Update(ctx, t); err != nil {
-		return conflict(err)
+	st := stepOf(t, t.Status.CurrentStep)
+	msg := fmt.Sprintf("step %s: %s", st.Name, st.Message)
+	if len(st.Pending) > 0 {
+		msg += "; pending: " + strings.Join(st.Pending, ", ")
 	}
-	return requeue, nil
+	r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
+	if len(res.Actions) > 0 || teardown.Current(&t.Spec, &t.Status) != res.Step {
+		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
+	}
+	return reconcile.Result{RequeueAfter: r.Options.Interval}, nil
 }
 
-// resume restarts a plan from a step, as `teardown run --from-step` asks.
-func (r *Reconciler) resume(ctx context.Context, t *v1alpha1.Teardown, from string) (reconcile.Result, error) {
+// resume restarts a plan from a step, as `teardown run --from-step` asks;
+// patchStatus takes the annotation off once the status is stored.
+func (r *Reconciler) resume(t *v1alpha1.Teardown, from string) reconcile.Result {
 	status := t.Status.DeepCopy()
 	if err := teardown.ResumeFrom(&t.Spec, status, from); err != nil {
-		r.setRunning(t, metav1.ConditionFalse, "InvalidResume", err.Error())
+		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonInvalidResume, err.Error())
 	} else {
 		t.Status = *status
 		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "resumed from step "+from)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Resumed", "Run", "resumed from step %s", from)
 	}
-	if err := r.Client.Status().Update(ctx, t); err != nil {
-		return conflict(err)
-	}
-	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	delete(t.Annotations, v1alpha1.RunFromStepAnnotation)
-	if err := r.Client.Patch(ctx, t, patch); err != nil {
-		return conflict(err)
-	}
-	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
+	return reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on at once
 }
 
 // finish releases keepUntilDone and deletes what it kept (the uninstall
@@ -444,7 +518,7 @@ func (r *Reconciler) disarm(ctx context.Context, t *v1alpha1.Teardown, deleteKep
 			return reconcile.Result{}, err
 		}
 		if waiting != "" {
-			return reconcile.Result{RequeueAfter: Interval}, nil
+			return reconcile.Result{RequeueAfter: r.Options.Interval}, nil
 		}
 	} else {
 		gone, err := r.Runner.Release(ctx, t.Name)
@@ -452,7 +526,7 @@ func (r *Reconciler) disarm(ctx context.Context, t *v1alpha1.Teardown, deleteKep
 			return reconcile.Result{}, err
 		}
 		if !gone {
-			return reconcile.Result{RequeueAfter: Interval}, nil
+			return reconcile.Result{RequeueAfter: r.Options.Interval}, nil
 		}
 	}
 	if err := r.releaseTrigger(ctx, t); err != nil {
@@ -465,9 +539,8 @@ func (r *Reconciler) dropOwnFinalizer(ctx context.Context, t *v1alpha1.Teardown)
 	if t.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(t, v1alpha1.TeardownFinalizer)
-	if err := r.Client.Patch(ctx, t, patch); err != nil && !apierrors.IsNotFound(err) {
+	err := r.patchMeta(ctx, t, func(t *v1alpha1.Teardown) { controllerutil.RemoveFinalizer(t, v1alpha1.TeardownFinalizer) })
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizer of teardown %s: %w", t.Name, err)
 	}
 	return nil
@@ -518,17 +591,26 @@ func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) e
 // running or failed: one armed by an earlier version holds the trigger by
 // the shared finalizer only.
 func (r *Reconciler) othersHold(ctx context.Context, t *v1alpha1.Teardown) (bool, error) {
-	var l v1alpha1.TeardownList
-	if err := r.Client.List(ctx, &l); err != nil {
-		return false, fmt.Errorf("listing teardowns: %w", err)
+	l, err := r.teardownsOf(ctx, t.Spec.Trigger.APIVersion, t.Spec.Trigger.Kind, t.Spec.Trigger.Namespace, t.Spec.Trigger.Name)
+	if err != nil {
+		return false, err
 	}
-	for _, o := range l.Items {
-		if o.Name != t.Name && o.Spec.Trigger != nil && *o.Spec.Trigger == *t.Spec.Trigger &&
-			(o.Status.Phase == v1alpha1.PhaseRunning || o.Status.Phase == v1alpha1.PhaseFailed) {
+	for _, o := range l {
+		if o.Name != t.Name && (o.Status.Phase == v1alpha1.PhaseRunning || o.Status.Phase == v1alpha1.PhaseFailed) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// teardownsOf lists, from the cache by the trigger index, the Teardowns
+// whose trigger is the object named.
+func (r *Reconciler) teardownsOf(ctx context.Context, apiVersion, kind, namespace, name string) ([]v1alpha1.Teardown, error) {
+	var l v1alpha1.TeardownList
+	if err := r.Client.List(ctx, &l, client.MatchingFields{triggerField: triggerKey(apiVersion, kind, namespace, name)}); err != nil {
+		return nil, fmt.Errorf("listing the teardowns of %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return l.Items, nil
 }
 
 // trigger reads the trigger live; nil if it does not exist.
@@ -554,7 +636,7 @@ func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1
 }
 
 // watch starts, once per kind, a metadata watch of trigger objects that
-// reconciles the Teardowns naming them.
+// reconciles the Teardowns naming them (found by the trigger index).
 func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -564,15 +646,14 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var l v1alpha1.TeardownList
-		if err := r.Client.List(ctx, &l); err != nil {
+		l, err := r.teardownsOf(ctx, gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "finding the teardowns of a trigger")
 			return nil
 		}
-		var reqs []reconcile.Request
-		for _, t := range l.Items {
-			if tr := t.Spec.Trigger; tr != nil && tr.Kind == gvk.Kind && tr.APIVersion == gvk.GroupVersion().String() && tr.Namespace == o.GetNamespace() && tr.Name == o.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
-			}
+		reqs := make([]reconcile.Request, 0, len(l))
+		for _, t := range l {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
 		}
 		return reqs
 	}))
@@ -584,8 +665,36 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 }
 
 func (r *Reconciler) setRunning(t *v1alpha1.Teardown, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: status, Reason: reason, Message: msg, ObservedGeneration: t.Generation})
+	setCondition(t, metav1.Condition{Type: v1alpha1.ConditionRunning, Status: status, Reason: reason, Message: msg})
+}
+
+// setCondition sets c on t for t's generation, and reports whether it
+// changed.
+func setCondition(t *v1alpha1.Teardown, c metav1.Condition) bool {
+	c.ObservedGeneration = t.Generation
 	t.Status.ObservedGeneration = t.Generation
+	return apimeta.SetStatusCondition(&t.Status.Conditions, c)
+}
+
+// setReady sums the plan up in Ready from the condition of its phase, as
+// api/v1alpha1 says: Armed while Pending, Running after.
+func setReady(t *v1alpha1.Teardown) {
+	typ := v1alpha1.ConditionRunning
+	if t.Status.Phase == v1alpha1.PhasePending {
+		typ = v1alpha1.ConditionArmed
+	}
+	c := apimeta.FindStatusCondition(t.Status.Conditions, typ)
+	if c == nil {
+		return
+	}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration}
+	switch t.Status.Phase {
+	case v1alpha1.PhasePending:
+		ready.Status = c.Status
+	case v1alpha1.PhaseSucceeded:
+		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
+	}
+	apimeta.SetStatusCondition(&t.Status.Conditions, ready)
 }
 
 // failedMessage names what is pending and how to continue.
@@ -625,13 +734,4 @@ func eventType(s v1alpha1.StepState) string {
 		return corev1.EventTypeWarning
 	}
 	return corev1.EventTypeNormal
-}
-
-// conflict requeues silently on a conflict, as the next read sees the
-// newer object.
-func conflict(err error) (reconcile.Result, error) {
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on at once
-	}
-	return reconcile.Result{}, err
 }

@@ -19,6 +19,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	controller "github.com/teardown-dev/teardown/internal/controller/teardown"
 	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/internal/manager"
 )
 
 // TestMissingRightsAreReported runs the controller with only the rights
@@ -30,19 +31,16 @@ import (
 func TestMissingRightsAreReported(t *testing.T) {
 	ctx := context.Background()
 	stopController()
-	prev := controller.Refused
-	controller.Refused = time.Second
 	asSA := rest.CopyConfig(cfg)
 	asSA.Impersonate = rest.ImpersonationConfig{
 		UserName: install.ControllerUser,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + install.Namespace, "system:authenticated"},
 	}
-	if err := startControllerAs(asSA); err != nil {
+	if err := startManagerWith(asSA, manager.Options{}, &controller.Options{Refused: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		stopController()
-		controller.Refused = prev
 		if err := startController(); err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	controller "github.com/teardown-dev/teardown/internal/controller/teardown"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
@@ -58,10 +59,25 @@ func startControllerAs(as *rest.Config) error { return startManager(as, manager.
 // startManager runs the manager with as's identity and options o (no
 // metrics or probe servers).
 func startManager(as *rest.Config, o manager.Options) error {
+	return startManagerWith(as, o, nil)
+}
+
+// startManagerWith runs the manager as startManager does, with the
+// teardown controller set up with options to instead of the manager's
+// (when to is not nil).
+func startManagerWith(as *rest.Config, o manager.Options, to *controller.Options) error {
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	if to != nil {
+		o.Disabled = append(o.Disabled, "teardown")
+	}
 	mgr, err := manager.New(as, o)
 	if err != nil {
 		return err
+	}
+	if to != nil {
+		if err := controller.Setup(mgr, *to); err != nil {
+			return err
+		}
 	}
 	s, err := testenv.StartManager(mgr)
 	if err != nil {
