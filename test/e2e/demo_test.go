@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/teardown-dev/teardown/internal/demo"
+	"github.com/teardown-dev/teardown/internal/cli/demo"
 )
 
 // TestDemoScenarios replays problems 1 and 2 as `teardown demo` does: what

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/teardown-dev/teardown/internal/demo"
+	"github.com/teardown-dev/teardown/internal/cli/demo"
 )
 
 // TestDemoCrossScopeOwners replays the sriov case as `teardown demo` does:

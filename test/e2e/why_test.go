@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/teardown-dev/teardown/internal/demo"
+	"github.com/teardown-dev/teardown/internal/cli/demo"
 )
 
 // TestDemoWhyStuckNamespace replays the demo's last scenario: a namespace
