@@ -36,18 +36,12 @@ namespace, or in all namespaces with -A. Exit code 1 when something is found.`,
 		Example: `  teardown orphans -A
   teardown orphans -A -o json | jq '.orphans[].object'`,
 		Args: cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
-			if o.Output != "text" && o.Output != "json" {
-				return cmdutil.Usagef("--output %q: want text or json", o.Output)
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.Run(cmd.Context(), flags, out)
 		},
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "audit namespaced objects in every namespace")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	cmdutil.OutputFlag(cmd, &o.Output, "text", "json")
 	return cmd
 }
 

@@ -211,7 +211,7 @@ func TestOrphansErrors(t *testing.T) {
 		t.Errorf("extra argument: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = env.Run(t, "orphans", "-o", "dot")
-	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `--output "dot"`) {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `invalid argument "dot" for "-o, --output" flag: want text or json`) {
 		t.Errorf("bad output: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,9 +38,6 @@ plan finds blocked. Nothing is deleted. Exit code 1 when something blocks.`,
   teardown plan ns/foohome -o mermaid > plan.mmd`,
 		Args: cobra.RangeArgs(1, 2),
 		PreRunE: func(*cobra.Command, []string) error {
-			if !slices.Contains(Formats, o.Output) {
-				return cmdutil.Usagef("--output %q: want one of %s", o.Output, strings.Join(Formats, ", "))
-			}
 			if _, err := o.propagation(); err != nil {
 				return err
 			}
@@ -52,7 +47,7 @@ plan finds blocked. Nothing is deleted. Exit code 1 when something blocks.`,
 			return o.Run(cmd.Context(), flags, args, out)
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "tree", "output format: "+strings.Join(Formats, ", "))
+	cmdutil.OutputFlag(cmd, &o.Output, Formats...)
 	cmd.Flags().StringVar(&o.Cascade, "cascade", "background", `as kubectl delete: "background", "foreground" or "orphan"`)
 	return cmd
 }

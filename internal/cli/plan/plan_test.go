@@ -155,7 +155,7 @@ func TestPlanErrors(t *testing.T) {
 		{"unknown kind", []string{"plan", "frobnicator/x"}, cmdutil.ExitUsage, `the server doesn't have a resource type "frobnicator"`},
 		{"missing object", []string{"plan", "configmap/nope", "-n", "default"}, cmdutil.ExitFinding, "configmap/nope not found in namespace default"},
 		{"bad cascade", []string{"plan", "ns/default", "--cascade", "sideways"}, cmdutil.ExitUsage, `--cascade "sideways"`},
-		{"bad output", []string{"plan", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `--output "yaml": want one of tree, json, dot, mermaid`},
+		{"bad output", []string{"plan", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `invalid argument "yaml" for "-o, --output" flag: want tree, json, dot or mermaid`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,17 +34,11 @@ dependents. Exit code 1 when something holds the deletion.`,
   teardown why foo.example.com/myfoo -n foohome
   kubectl teardown why deployment my-operator -n operators -o json`,
 		Args: cobra.RangeArgs(1, 2),
-		PreRunE: func(*cobra.Command, []string) error {
-			if o.Output != "text" && o.Output != "json" {
-				return cmdutil.Usagef("--output %q: want text or json", o.Output)
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.Run(cmd.Context(), flags, args, out)
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text or json")
+	cmdutil.OutputFlag(cmd, &o.Output, "text", "json")
 	return cmd
 }
 

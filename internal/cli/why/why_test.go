@@ -236,7 +236,7 @@ func TestWhyErrors(t *testing.T) {
 		{"missing object", []string{"why", "configmap/nope", "-n", "default"}, cmdutil.ExitFinding, "configmap/nope not found in namespace default"},
 		{"missing namespace", []string{"why", "ns/nope"}, cmdutil.ExitFinding, "namespace/nope not found"},
 		{"no name", []string{"why", "configmap"}, cmdutil.ExitUsage, "want KIND/NAME"},
-		{"bad output", []string{"why", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `--output "yaml"`},
+		{"bad output", []string{"why", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `invalid argument "yaml" for "-o, --output" flag: want text or json`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
