@@ -21,6 +21,7 @@ import (
 	teardownv1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/dependents"
 	"github.com/teardown-dev/teardown/internal/controller/lien"
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/controller/teardown"
 )
 
@@ -28,15 +29,20 @@ import (
 // by its Setup.
 type Controller struct {
 	Name  string
-	Setup func(mgr ctrl.Manager) error
+	Setup func(mgr ctrl.Manager, meta *metacache.Cache) error
 }
 
 // Controllers are every controller teardown runs, in start order. Each
-// controller package adds itself here.
+// controller package adds itself here. They share one metadata cache
+// (package metacache) for the objects they watch that are not teardown's
+// own kinds.
 var Controllers = []Controller{
-	{Name: "lien", Setup: lien.Setup},
-	{Name: "dependents", Setup: dependents.Setup},
-	{Name: "teardown", Setup: func(mgr ctrl.Manager) error { return teardown.Setup(mgr, teardown.Options{}) }},
+	{Name: "lien", Setup: func(mgr ctrl.Manager, _ *metacache.Cache) error { return lien.Setup(mgr) }},
+	{Name: "dependents", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error {
+		_, err := dependents.New(mgr, dependents.Options{Cache: meta})
+		return err
+	}},
+	{Name: "teardown", Setup: func(mgr ctrl.Manager, _ *metacache.Cache) error { return teardown.Setup(mgr, teardown.Options{}) }},
 }
 
 // Names are the names of Controllers, for flags and messages.
@@ -120,11 +126,18 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
+	meta, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(meta); err != nil {
+		return nil, err
+	}
 	for _, c := range Controllers {
 		if slices.Contains(o.Disabled, c.Name) {
 			continue
 		}
-		if err := c.Setup(mgr); err != nil {
+		if err := c.Setup(mgr, meta); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
 		}
 	}

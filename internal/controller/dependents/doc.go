@@ -5,21 +5,31 @@
 // deletion policies an owner chooses with the `teardown.dev/deletion-policy`
 // label: Delete (default), Foreground, Orphan, OrphanUnlessConfirmed.
 //
-// What it watches, all metadata-only and started at run time:
-//   - every listable kind, filtered server-side by the `teardown.dev/owned`
-//     label (the dependents), with an index by owner UID;
-//   - every listable kind, filtered by the presence of the
+// What it watches, all on the metadata cache it shares with the lien
+// controller (package metacache: one trimmed copy per object and selector),
+// filtered server-side by label and started at run time:
+//   - every listable kind, by the `teardown.dev/owned` label (the
+//     dependents), with an index by owner UID;
+//   - every listable kind, by the presence of the
 //     `teardown.dev/deletion-policy` label (owners with a policy);
-//   - each owner kind some dependent names, unfiltered, started the first
-//     time a dependent names it.
+//   - each owner kind some dependent names, by the `teardown.dev/owner`
+//     label the controller puts on every owner it holds, started the first
+//     time a dependent names it. Objects that are neither dependents nor
+//     owners are not held at all.
+//
+// An owner teardown does not hold yet (just linked) is in no cache: the
+// first check of one of its dependents reads it live, the owner is then
+// held (finalizer and label, so the owners' informer sees it from then on,
+// and sees it go: an owner keeps the label while it is being deleted), and
+// the dependent is checked again. A live read found alive is shared with
+// the request that holds it; the dependents of one owner share that read.
 //
 // The kinds come from API discovery, repeated on an interval and whenever a
 // CustomResourceDefinition changes, so kinds installed later are found.
 // Owner kinds are resolved through the manager's lazy RESTMapper. The
-// informers are client-go metadata informers behind one controller-runtime
-// source (watcher): controller-runtime's cache cannot give a per-kind label
-// selector to kinds it learns of at run time, and a source.Kind per kind
-// would give every dependent kind an unfiltered cache.
+// informers are behind one controller-runtime source (watcher):
+// controller-runtime's cache cannot give a per-kind label selector to kinds
+// it learns of at run time.
 //
 // Safety: a dependent is deleted only after a live GET of each owner
 // returned 404 or another UID, with the UID and resourceVersion its cached

@@ -90,11 +90,27 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 }
 
 // ownerOf returns the owner req names as the watcher's caches hold it, or
-// read live when no cache does (an owner that just left the policy
-// selector); nil when it is gone. Every write made from it carries its
-// resourceVersion, so a stale copy only costs a conflict and a recheck.
+// read live when no cache does (an owner teardown does not hold yet, or
+// that just left the policy selector); nil when it is gone. An owner the
+// owners' informer saw go while being deleted is not read again, nor one
+// a dependent's check read a moment ago. Every
+// write made from it carries its resourceVersion, so a stale copy only
+// costs a conflict and a recheck.
 func (r *Reconciler) ownerOf(ctx context.Context, req request) (*metav1.PartialObjectMetadata, error) {
+	synced, err := r.w.ensureOwnerInformer(req.GVR)
+	if err != nil {
+		return nil, err
+	}
+	if !synced {
+		return nil, errCacheNotSynced
+	}
 	if o, ok := r.w.cachedOwner(req.GVR, req.Namespace, req.Name); ok {
+		return o, nil
+	}
+	if r.w.wentWhileHeld(req) {
+		return nil, nil
+	}
+	if o, ok := r.w.recentlyRead(req); ok {
 		return o, nil
 	}
 	owner, err := r.meta.Resource(req.GVR).Namespace(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
@@ -186,7 +202,7 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.PartialObjectMetadata) (int, error) {
 	deps := r.w.dependentsOf(string(owner.UID))
 	for _, d := range deps {
-		cached, ok := r.w.cached(d.GVR, d.Namespace, d.Name, false)
+		cached, ok := r.w.cached(d.GVR, d.Namespace, d.Name)
 		if !ok || cached.DeletionTimestamp != nil {
 			continue
 		}
@@ -263,8 +279,14 @@ func (r *Reconciler) holdOwner(ctx context.Context, req request, owner *metav1.P
 	return r.patchOwner(ctx, req, owner, fs, "true")
 }
 
-// releaseOwner removes teardown's finalizer and OwnerLabel.
+// releaseOwner removes teardown's finalizer and OwnerLabel; an owner being
+// deleted keeps the label, so that the owners' informer, which selects by
+// it, sees it go (its dependents are collected on that event).
 func (r *Reconciler) releaseOwner(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
 	ctrl.LoggerFrom(ctx).V(1).Info("releasing owner", "owner", klog.KObj(owner))
-	return r.patchOwner(ctx, req, owner, slices.DeleteFunc(slices.Clone(owner.Finalizers), func(f string) bool { return f == links.Finalizer }), "")
+	label := ""
+	if owner.DeletionTimestamp != nil && owner.Labels[links.OwnerLabel] != "" {
+		label = owner.Labels[links.OwnerLabel]
+	}
+	return r.patchOwner(ctx, req, owner, slices.DeleteFunc(slices.Clone(owner.Finalizers), func(f string) bool { return f == links.Finalizer }), label)
 }

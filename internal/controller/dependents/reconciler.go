@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
@@ -50,6 +50,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets tests build several managers in one process.
 	SkipNameValidation bool
+	// Cache is the metadata cache shared with the other controllers; nil
+	// makes one for this controller alone.
+	Cache *metacache.Cache
 }
 
 // current is the watcher of the last controller set up, for the tracked gauge.
@@ -86,24 +89,26 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = 4
 	}
-	// Watching every kind lists deprecated ones too (v1 Endpoints): their
-	// warnings say nothing about teardown.
-	rc := rest.CopyConfig(mgr.GetConfig())
-	rc.WarningHandler = rest.NoWarnings{}
-	md, err := metadata.NewForConfigAndClient(rc, mgr.GetHTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("creating the metadata client: %w", err)
+	if o.Cache == nil {
+		c, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(c); err != nil {
+			return nil, err
+		}
+		o.Cache = c
 	}
 	disc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
 	r := &Reconciler{
-		meta:   md,
+		meta:   o.Cache.Client(),
 		client: mgr.GetClient(),
 		mapper: mgr.GetRESTMapper(),
 		events: mgr.GetEventRecorder("teardown-dependents"),
-		w:      newWatcher(md, disc, o.DiscoveryInterval),
+		w:      newWatcher(o.Cache, disc, o.DiscoveryInterval),
 		gone:   newGoneOwners(),
 	}
 	r.deleted = newDeletedSummary(r.ownerEvent)
@@ -139,6 +144,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 		res, err = r.reconcileOwner(ctx, req)
 	} else {
 		res, err = r.reconcileDependent(ctx, req)
+	}
+	if errors.Is(err, errCacheNotSynced) {
+		return notSynced, nil
 	}
 	if errors.Is(err, errRecheck) {
 		// A conflict: the object changed under us; look again, quietly.
@@ -199,7 +207,12 @@ const (
 	ownerAlive   ownerState = iota // there, same UID (possibly being deleted)
 	ownerGone                      // 404 or another UID on a live GET
 	ownerUnknown                   // kind not served or link inconsistent: never collected
+	ownerUnheld                    // alive (a live GET), not held by teardown yet: looked at again
 )
+
+// unheldRecheck is when a dependent whose owner teardown does not hold yet
+// is checked again: by then the owner is held, and in the owners' cache.
+const unheldRecheck = 2 * time.Second
 
 // errCacheNotSynced means an owner informer was just started.
 var errCacheNotSynced = errors.New("owner cache not synced")
@@ -225,14 +238,18 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 	if !namespaced && l.Namespace != "" {
 		return ownerUnknown, fmt.Sprintf("owner %s: kind %s is cluster-scoped but the link has namespace %q", l, gvk.Kind, l.Namespace), nil
 	}
-	if !r.w.ensureOwnerInformer(mapping.Resource) {
+	synced, err := r.w.ensureOwnerInformer(mapping.Resource)
+	if err != nil {
+		return 0, "", err
+	}
+	if !synced {
 		return 0, "", errCacheNotSynced
 	}
 	key := keyOf(l)
 	if r.gone.known(key) {
 		return ownerGone, "", nil
 	}
-	if o, ok := r.w.cached(mapping.Resource, l.Namespace, l.Name, true); ok && o.UID == l.UID {
+	if o, ok := r.w.cachedOwner(mapping.Resource, l.Namespace, l.Name); ok && o.UID == l.UID {
 		return ownerAlive, "", nil
 	}
 	gone, err := r.gone.check(ctx, key, func() (bool, error) {
@@ -243,13 +260,18 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 		case err != nil:
 			return false, fmt.Errorf("reading owner %s: %w", l, refused(err, "get", mapping.Resource, l.Namespace, l.Name))
 		}
+		if live.UID == l.UID {
+			// Alive, but in no cache: teardown does not hold it
+			// (yet), and would not see it go. Hold it.
+			r.w.readLive(mapping.Resource, live)
+		}
 		return live.UID != l.UID, nil
 	})
 	if err != nil {
 		return 0, "", err
 	}
 	if !gone {
-		return ownerAlive, "", nil
+		return ownerUnheld, "", nil // looked at again, by when it is held
 	}
 	r.w.seenGone(l.UID)
 	return ownerGone, "", nil
@@ -258,7 +280,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 // reconcileDependent deletes a dependent whose owners are all gone, or
 // removes the links to gone owners when another owner lives.
 func (r *Reconciler) reconcileDependent(ctx context.Context, req request) (reconcile.Result, error) {
-	cached, ok := r.w.cached(req.GVR, req.Namespace, req.Name, false)
+	cached, ok := r.w.cached(req.GVR, req.Namespace, req.Name)
 	if !ok || cached.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
@@ -306,6 +328,8 @@ func (r *Reconciler) classify(ctx context.Context, gvr schema.GroupVersionResour
 		case ownerUnknown:
 			unknown = true
 			r.event(ctx, gvr, dep, nil, "Warning", ReasonInvalidOwner, "Check", why)
+		case ownerUnheld:
+			r.w.queue.AddAfter(request{GVR: gvr, Namespace: dep.Namespace, Name: dep.Name}, unheldRecheck)
 		}
 	}
 	return gone, unknown, nil
@@ -362,7 +386,7 @@ func names(ls []links.OwnerLink) string {
 // holds it, with a resourceVersion precondition: a dependent changed since
 // fails with a conflict and is checked again.
 func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []links.OwnerLink, reason, note string) error {
-	cached, ok := r.w.cached(req.GVR, req.Namespace, req.Name, false)
+	cached, ok := r.w.cached(req.GVR, req.Namespace, req.Name)
 	if !ok {
 		return nil // gone, or no longer a dependent
 	}

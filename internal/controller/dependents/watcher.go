@@ -14,13 +14,11 @@ import (
 	kcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -35,19 +33,30 @@ type request struct {
 
 const ownerUIDIndex = "teardown.dev/owner-uid"
 
+// wentHeldTTL is how long an owner seen gone from the owners' informer is
+// not read again by name: long enough for its dependents' delete events,
+// short enough that an owner re-created under its name is soon held.
+const wentHeldTTL = 10 * time.Second
+
+// readTTL is how long an owner read live by a dependent's check serves the
+// request to hold it: a copy that old costs at most a conflict (the hold
+// is a patch with its resourceVersion).
+const readTTL = time.Second
+
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// informer is one running metadata informer.
-type informer struct {
-	inf  cache.SharedIndexInformer
-	stop context.CancelFunc
-}
+// The label selectors of the watcher's informers.
+var (
+	dependentsSelector = links.OwnedLabel + "=true"
+	policiesSelector   = links.PolicyLabel
+	ownersSelector     = links.OwnerLabel + "=true"
+)
 
-// watcher runs the controller's metadata informers and is its one source:
-// it starts informers for the kinds discovery finds, and for owner kinds on
-// demand, and turns their events into requests.
+// watcher runs the controller's informers (on the shared metadata cache)
+// and is its one source: it watches the kinds discovery finds, and owner
+// kinds on demand, and turns their events into requests.
 type watcher struct {
-	meta     metadata.Interface
+	cache    *metacache.Cache
 	disc     discovery.DiscoveryInterface
 	interval time.Duration
 
@@ -58,26 +67,34 @@ type watcher struct {
 
 	mu         sync.Mutex
 	namespaced map[schema.GroupVersionResource]bool // every listable kind
-	dependents map[schema.GroupVersionResource]*informer
-	policies   map[schema.GroupVersionResource]*informer
-	owners     map[schema.GroupVersionResource]*informer
+	dependents map[schema.GroupVersionResource]*metacache.Informer
+	policies   map[schema.GroupVersionResource]*metacache.Informer
+	owners     map[schema.GroupVersionResource]*metacache.Informer
 
 	// goneAt remembers when an owner was first seen gone (its delete
 	// event, or a live GET), for the owner-gone-to-dependent-gone
 	// histogram; bounded as the memo of gone owners is.
 	goneAt *kcache.LRUExpireCache // types.UID -> time.Time
+	// wentHeld remembers the owners the owners' informer saw go while
+	// being deleted, so that requests for them need no live GET.
+	wentHeld *kcache.LRUExpireCache // request -> struct{}
+	// read remembers for a moment the owners a dependent's check read
+	// live and found alive but not held, for the request to hold them.
+	read *kcache.LRUExpireCache // request -> *metav1.PartialObjectMetadata
 }
 
-func newWatcher(meta metadata.Interface, disc discovery.DiscoveryInterface, interval time.Duration) *watcher {
+func newWatcher(c *metacache.Cache, disc discovery.DiscoveryInterface, interval time.Duration) *watcher {
 	return &watcher{
-		meta: meta, disc: disc, interval: interval,
+		cache: c, disc: disc, interval: interval,
 		rediscover: make(chan struct{}, 1),
 		discovered: make(chan struct{}),
 		namespaced: map[schema.GroupVersionResource]bool{},
-		dependents: map[schema.GroupVersionResource]*informer{},
-		policies:   map[schema.GroupVersionResource]*informer{},
-		owners:     map[schema.GroupVersionResource]*informer{},
+		dependents: map[schema.GroupVersionResource]*metacache.Informer{},
+		policies:   map[schema.GroupVersionResource]*metacache.Informer{},
+		owners:     map[schema.GroupVersionResource]*metacache.Informer{},
 		goneAt:     kcache.NewLRUExpireCache(goneMemoSize),
+		wentHeld:   kcache.NewLRUExpireCache(goneMemoSize),
+		read:       kcache.NewLRUExpireCache(goneMemoSize),
 	}
 }
 
@@ -86,6 +103,30 @@ func (w *watcher) seenGone(uid types.UID) {
 	if _, ok := w.goneAt.Get(uid); !ok {
 		w.goneAt.Add(uid, time.Now(), goneTTL)
 	}
+}
+
+// wentWhileHeld reports whether the owner req names left the owners'
+// informer a moment ago while being deleted: it is gone.
+func (w *watcher) wentWhileHeld(req request) bool {
+	_, ok := w.wentHeld.Get(req)
+	return ok
+}
+
+// readLive records owner, just read live and not held, for the request
+// that holds it, and makes that request.
+func (w *watcher) readLive(gvr schema.GroupVersionResource, owner *metav1.PartialObjectMetadata) {
+	req := request{Owner: true, GVR: gvr, Namespace: owner.Namespace, Name: owner.Name}
+	w.read.Add(req, owner, readTTL)
+	w.queue.Add(req)
+}
+
+// recentlyRead returns the owner req names if a check read it a moment ago.
+func (w *watcher) recentlyRead(req request) (*metav1.PartialObjectMetadata, bool) {
+	o, ok := w.read.Get(req)
+	if !ok {
+		return nil, false
+	}
+	return o.(*metav1.PartialObjectMetadata), true
 }
 
 // goneSince tells when owner uid was first seen gone.
@@ -97,7 +138,7 @@ func (w *watcher) goneSince(uid types.UID) (time.Time, bool) {
 	return t.(time.Time), true
 }
 
-func (w *watcher) String() string { return "teardown dependents and owners (metadata informers)" }
+func (w *watcher) String() string { return "teardown dependents and owners (shared metadata cache)" }
 
 // Start implements source.TypedSource: it returns at once and keeps
 // discovering kinds until ctx ends.
@@ -105,21 +146,24 @@ func (w *watcher) Start(ctx context.Context, queue workqueue.TypedRateLimitingIn
 	w.mu.Lock()
 	w.ctx, w.queue = ctx, queue
 	w.mu.Unlock()
-	crds := w.start(crdGVR, nil, nil, cache.ResourceEventHandlerFuncs{
+	crds, err := w.cache.Watch(metacache.Key{Resource: crdGVR}, nil, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.poke() },
 		UpdateFunc: func(any, any) { w.poke() },
 		DeleteFunc: func(any) { w.poke() },
 	})
+	if err != nil {
+		return err
+	}
 	go func() {
 		defer func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			for _, m := range []map[schema.GroupVersionResource]*informer{w.dependents, w.policies, w.owners} {
+			for _, m := range []map[schema.GroupVersionResource]*metacache.Informer{w.dependents, w.policies, w.owners} {
 				for _, i := range m {
-					i.stop()
+					i.Release()
 				}
 			}
-			crds.stop()
+			crds.Release()
 		}()
 		first := true
 		t := time.NewTicker(w.interval)
@@ -191,9 +235,9 @@ func (w *watcher) discover(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for gvr, i := range w.dependents {
 		if _, ok := found[gvr]; !ok && failed[gvr.GroupVersion()] == nil {
-			i.stop()
+			i.Release()
 			delete(w.dependents, gvr)
-			w.policies[gvr].stop()
+			w.policies[gvr].Release()
 			delete(w.policies, gvr)
 			delete(w.namespaced, gvr)
 		}
@@ -205,10 +249,17 @@ func (w *watcher) discover(ctx context.Context) error {
 		if w.dependents[gvr] != nil {
 			continue
 		}
-		w.dependents[gvr] = w.start(gvr, func(o *metav1.ListOptions) { o.LabelSelector = links.OwnedLabel + "=true" },
+		deps, err := w.cache.Watch(metacache.Key{Resource: gvr, Labels: dependentsSelector},
 			cache.Indexers{ownerUIDIndex: indexOwnerUIDs}, w.dependentHandler(gvr))
-		w.policies[gvr] = w.start(gvr, func(o *metav1.ListOptions) { o.LabelSelector = links.PolicyLabel },
-			nil, w.ownerHandler(gvr, true))
+		if err != nil {
+			return err
+		}
+		policies, err := w.cache.Watch(metacache.Key{Resource: gvr, Labels: policiesSelector}, nil, w.ownerHandler(gvr, true))
+		if err != nil {
+			deps.Release()
+			return err
+		}
+		w.dependents[gvr], w.policies[gvr] = deps, policies
 	}
 	_ = ctx
 	return nil
@@ -224,41 +275,30 @@ func compareGVR(a, b schema.GroupVersionResource) int {
 	return 0
 }
 
-// start runs one metadata informer until the watcher's context ends or it is stopped.
-func (w *watcher) start(gvr schema.GroupVersionResource, tweak metadatainformer.TweakListOptionsFunc, indexers cache.Indexers, h cache.ResourceEventHandler) *informer {
-	if indexers == nil {
-		indexers = cache.Indexers{}
-	}
-	inf := metadatainformer.NewFilteredMetadataInformer(w.meta, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
-	// managedFields are read by nobody here and are a large part of each
-	// copy, as in the manager's cache (kube-controller-manager drops them too).
-	_ = inf.SetTransform(ctrlcache.TransformStripManagedFields())
-	_, _ = inf.AddEventHandler(h)
-	ctx, cancel := context.WithCancel(w.ctx)
-	go inf.RunWithContext(ctx)
-	return &informer{inf: inf, stop: cancel}
-}
-
-// ensureOwnerInformer starts an unfiltered informer for an owner kind, and
-// reports whether it has synced.
-func (w *watcher) ensureOwnerInformer(gvr schema.GroupVersionResource) bool {
+// ensureOwnerInformer watches the owners of a kind, those carrying
+// OwnerLabel (teardown labels every owner it holds), and reports whether
+// that informer has synced.
+func (w *watcher) ensureOwnerInformer(gvr schema.GroupVersionResource) (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i := w.owners[gvr]
 	if i == nil {
-		i = w.start(gvr, nil, nil, w.ownerHandler(gvr, false))
+		var err error
+		if i, err = w.cache.Watch(metacache.Key{Resource: gvr, Labels: ownersSelector}, nil, w.ownerHandler(gvr, false)); err != nil {
+			return false, err
+		}
 		w.owners[gvr] = i
 	}
-	return i.inf.HasSynced()
+	return i.HasSynced(), nil
 }
 
 // synced reports whether every dependent and policy informer has synced.
 func (w *watcher) synced() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, m := range []map[schema.GroupVersionResource]*informer{w.dependents, w.policies} {
+	for _, m := range []map[schema.GroupVersionResource]*metacache.Informer{w.dependents, w.policies} {
 		for _, i := range m {
-			if !i.inf.HasSynced() {
+			if !i.HasSynced() {
 				return false
 			}
 		}
@@ -271,28 +311,15 @@ func (w *watcher) synced() bool {
 	}
 }
 
-// cached returns an object from the informer of its kind (dependents', or
-// owners' when owner).
-func (w *watcher) cached(gvr schema.GroupVersionResource, ns, name string, owner bool) (*metav1.PartialObjectMetadata, bool) {
+// cached returns a dependent from the informer of its kind.
+func (w *watcher) cached(gvr schema.GroupVersionResource, ns, name string) (*metav1.PartialObjectMetadata, bool) {
 	w.mu.Lock()
-	m := w.dependents
-	if owner {
-		m = w.owners
-	}
-	i := m[gvr]
+	i := w.dependents[gvr]
 	w.mu.Unlock()
 	if i == nil {
 		return nil, false
 	}
-	key := name
-	if ns != "" {
-		key = ns + "/" + name
-	}
-	obj, ok, err := i.inf.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil, false
-	}
-	return obj.(*metav1.PartialObjectMetadata), true
+	return i.Get(ns, name)
 }
 
 // dependentsOf lists the dependents (from the caches) linked to owner uid, sorted.
@@ -301,12 +328,7 @@ func (w *watcher) dependentsOf(uid string) []request {
 	defer w.mu.Unlock()
 	var out []request
 	for gvr, i := range w.dependents {
-		objs, err := i.inf.GetIndexer().ByIndex(ownerUIDIndex, uid)
-		if err != nil {
-			continue
-		}
-		for _, o := range objs {
-			m := o.(*metav1.PartialObjectMetadata)
+		for _, m := range i.ByIndex(ownerUIDIndex, uid) {
 			out = append(out, request{GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 		}
 	}
@@ -344,7 +366,7 @@ func (w *watcher) tracked() int {
 	defer w.mu.Unlock()
 	n := 0
 	for _, i := range w.dependents {
-		n += len(i.inf.GetStore().ListKeys())
+		n += i.Len()
 	}
 	return n
 }
@@ -365,13 +387,7 @@ func indexOwnerUIDs(obj any) ([]string, error) {
 	return uids, nil
 }
 
-func metaOf(obj any) *metav1.PartialObjectMetadata {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, _ := obj.(*metav1.PartialObjectMetadata)
-	return m
-}
+func metaOf(obj any) *metav1.PartialObjectMetadata { return metacache.Object(obj) }
 
 func (w *watcher) dependentHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
@@ -379,7 +395,9 @@ func (w *watcher) dependentHandler(gvr schema.GroupVersionResource) cache.Resour
 			w.queue.Add(request{GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 		}
 	}
-	// Its owners hold teardown's finalizer while they have dependents.
+	// Its owners hold teardown's finalizer while they have dependents. An
+	// owner teardown does not hold yet is in no cache: the dependent's
+	// reconcile reads it live, then asks for it to be held.
 	owners := func(obj any) {
 		m := metaOf(obj)
 		if m == nil {
@@ -413,13 +431,9 @@ func (w *watcher) dependentHandler(gvr schema.GroupVersionResource) cache.Resour
 func (w *watcher) enqueueOwnerByUID(l links.OwnerLink) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := l.Name
-	if l.Namespace != "" {
-		key = l.Namespace + "/" + l.Name
-	}
-	for _, m := range []map[schema.GroupVersionResource]*informer{w.policies, w.owners} {
+	for _, m := range []map[schema.GroupVersionResource]*metacache.Informer{w.policies, w.owners} {
 		for gvr, i := range m {
-			if obj, ok, _ := i.inf.GetStore().GetByKey(key); ok && obj.(*metav1.PartialObjectMetadata).UID == l.UID {
+			if o, ok := i.Get(l.Namespace, l.Name); ok && o.UID == l.UID {
 				w.queue.Add(request{Owner: true, GVR: gvr, Namespace: l.Namespace, Name: l.Name})
 			}
 		}
@@ -429,20 +443,14 @@ func (w *watcher) enqueueOwnerByUID(l links.OwnerLink) {
 // cachedOwner returns an owner from the policy or owner informer of its kind.
 func (w *watcher) cachedOwner(gvr schema.GroupVersionResource, ns, name string) (*metav1.PartialObjectMetadata, bool) {
 	w.mu.Lock()
-	var infs []*informer
-	for _, m := range []map[schema.GroupVersionResource]*informer{w.policies, w.owners} {
-		if i := m[gvr]; i != nil {
-			infs = append(infs, i)
-		}
-	}
+	infs := []*metacache.Informer{w.policies[gvr], w.owners[gvr]}
 	w.mu.Unlock()
-	key := name
-	if ns != "" {
-		key = ns + "/" + name
-	}
 	for _, i := range infs {
-		if obj, ok, err := i.inf.GetStore().GetByKey(key); err == nil && ok {
-			return obj.(*metav1.PartialObjectMetadata), true
+		if i == nil {
+			continue
+		}
+		if o, ok := i.Get(ns, name); ok {
+			return o, true
 		}
 	}
 	return nil, false
@@ -483,13 +491,16 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 			if m == nil {
 				return
 			}
-			// Leaving the policy selector is not being deleted; the
-			// reconciler's live GET tells them apart. An owner gone from
-			// an unfiltered informer is gone: nothing to release.
+			// Leaving a selector is not always being deleted (a policy
+			// label removed, an owner released while alive): the
+			// reconciler's live GET tells them apart. An owner keeps
+			// OwnerLabel while it is deleted, so one that leaves the
+			// owner informer while being deleted is gone.
 			if policy {
 				self(m)
-			} else {
+			} else if m.DeletionTimestamp != nil {
 				w.seenGone(m.UID)
+				w.wentHeld.Add(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name}, struct{}{}, wentHeldTTL)
 			}
 			deps(m)
 		},
