@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -104,10 +103,9 @@ func explain(ctx context.Context, e *Env, ns string) (string, int, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	target := resource.Target{
-		GVR:  schema.GroupVersionResource{Version: "v1", Resource: "namespaces"},
-		GVK:  schema.GroupVersionKind{Version: "v1", Kind: "Namespace"},
-		Name: ns,
+	target, err := resource.Get(clients, "", "namespace/"+ns)
+	if err != nil {
+		return "", 0, err
 	}
 	facts, err := why.Gather(ctx, clients, target, time.Now())
 	if err != nil {

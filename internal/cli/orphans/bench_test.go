@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -119,8 +118,11 @@ func BenchmarkOrphans20k(b *testing.B) {
 func BenchmarkWhyNamespace20k(b *testing.B) {
 	c := populated(b)
 	ctx := context.Background()
-	t := resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "bench-00"}
 	for b.Loop() {
+		t, err := resource.Get(c, "", "namespace/bench-00")
+		if err != nil {
+			b.Fatal(err)
+		}
 		f, err := why.Gather(ctx, c, t, time.Now())
 		if err != nil {
 			b.Fatal(err)
@@ -134,8 +136,11 @@ func BenchmarkWhyNamespace20k(b *testing.B) {
 func BenchmarkPlanNamespace20k(b *testing.B) {
 	c := populated(b)
 	ctx := context.Background()
-	t := resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "bench-00"}
 	for b.Loop() {
+		t, err := resource.Get(c, "", "namespace/bench-00")
+		if err != nil {
+			b.Fatal(err)
+		}
 		f, err := plan.Gather(ctx, c, t, plan.Background, time.Now())
 		if err != nil {
 			b.Fatal(err)

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
@@ -18,32 +19,24 @@ import (
 // objects the plan finds blocked.
 const maxDryRuns = 20
 
-// Gather lists every resource (metadata only, in parallel) and what shows
-// which controllers run and which webhooks are down.
-func Gather(ctx context.Context, c *resource.Clients, t resource.Target, prop Propagation, now time.Time) (*Facts, error) {
-	ri := c.Metadata.Resource(t.GVR)
-	var target *metav1.PartialObjectMetadata
-	var err error
-	if t.Namespaced {
-		target, err = ri.Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
-	} else {
-		target, err = ri.Get(ctx, t.Name, metav1.GetOptions{})
+// Gather lists, for target (read by resource.Get), every resource (metadata
+// only, in parallel) and what shows which controllers run and which
+// webhooks are down.
+func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, prop Propagation, now time.Time) (*Facts, error) {
+	u, ok := t.Object.(runtime.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("reading %s: got %T, want an unstructured object", resource.Ref(t), t.Object)
 	}
-	if apierrors.IsNotFound(err) {
-		if t.Namespaced {
-			return nil, fmt.Errorf("%s not found in namespace %s", t.Ref(), t.Namespace)
-		}
-		return nil, fmt.Errorf("%s not found", t.Ref())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", t.Ref(), err)
+	var target metav1.PartialObjectMetadata
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &target); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", resource.Ref(t), err)
 	}
 	inv, err := resource.Gather(ctx, c.Discovery, c.Metadata, resource.Scope{ClusterScoped: true, Skip: resource.Events})
 	if err != nil {
 		return nil, err
 	}
 	f := &Facts{Propagation: prop, NamespaceLabels: map[string]map[string]string{}, DryRun: map[types.UID]string{}}
-	f.Target = &resource.Object{Resource: resource.APIResource{GVR: t.GVR, Kind: t.GVK.Kind, Namespaced: t.Namespaced}, ObjectMeta: target.ObjectMeta}
+	f.Target = &resource.Object{Resource: resource.APIResource{GVR: t.Mapping.Resource, Kind: t.Mapping.GroupVersionKind.Kind, Namespaced: t.Namespaced()}, ObjectMeta: target.ObjectMeta}
 	f.Objects = append(f.Objects, f.Target)
 	for _, o := range inv.Objects {
 		if o.UID != f.Target.UID {

@@ -66,8 +66,7 @@ func (o *Options) propagation() (Propagation, error) {
 
 // Run gathers, plans and renders.
 func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags, args []string, out io.Writer) error {
-	arg, err := resource.ParseArgs(args)
-	if err != nil {
+	if err := resource.CheckArgs(args); err != nil {
 		return err
 	}
 	prop, err := o.propagation()
@@ -78,7 +77,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 	if err != nil {
 		return err
 	}
-	target, err := resource.Resolve(clients.Mapper, arg, ns)
+	target, err := resource.Get(clients, ns, args...)
 	if err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	if len(p.Blocked) > 0 {
-		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %d objects would block the deletion", target.Ref(), len(p.Blocked))}
+		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %d objects would block the deletion", resource.Ref(target), len(p.Blocked))}
 	}
 	return nil
 }

@@ -154,6 +154,7 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{"unknown kind", []string{"plan", "frobnicator/x"}, cmdutil.ExitUsage, `the server doesn't have a resource type "frobnicator"`},
 		{"missing object", []string{"plan", "configmap/nope", "-n", "default"}, cmdutil.ExitFinding, "configmap/nope not found in namespace default"},
+		{"no name", []string{"plan", "deploy"}, cmdutil.ExitUsage, `argument "deploy": want KIND/NAME or KIND NAME`},
 		{"bad cascade", []string{"plan", "ns/default", "--cascade", "sideways"}, cmdutil.ExitUsage, `--cascade "sideways"`},
 		{"bad output", []string{"plan", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `invalid argument "yaml" for "-o, --output" flag: want tree, json, dot or mermaid`},
 	}

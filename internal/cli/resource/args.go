@@ -1,62 +1,93 @@
 package resource
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 )
 
-// Arg is a resource argument as typed: KIND/NAME, KIND.GROUP/NAME or KIND NAME.
-type Arg struct {
-	Resource string // kind, resource, short name, optionally .group or .version.group
-	Name     string
-}
-
-func (a Arg) String() string { return a.Resource + "/" + a.Name }
-
-// ParseArgs reads the one object a command is about, in the forms kubectl
-// accepts. A wrong form is a usage error.
-func ParseArgs(args []string) (Arg, error) {
-	switch len(args) {
-	case 1:
-		res, name, ok := strings.Cut(args[0], "/")
-		if !ok {
-			return Arg{}, cmdutil.Usagef("argument %q: want KIND/NAME or KIND NAME", args[0])
-		}
-		if res == "" || name == "" || strings.Contains(name, "/") {
-			return Arg{}, cmdutil.Usagef("argument %q: want KIND/NAME, with neither part empty", args[0])
-		}
-		return Arg{Resource: res, Name: name}, nil
-	case 2:
-		if strings.Contains(args[0], "/") || strings.Contains(args[1], "/") {
-			return Arg{}, cmdutil.Usagef("arguments %q: want KIND NAME or KIND/NAME, not both", strings.Join(args, " "))
-		}
-		if args[0] == "" || args[1] == "" {
-			return Arg{}, cmdutil.Usagef("arguments %q: KIND and NAME must not be empty", strings.Join(args, " "))
-		}
-		return Arg{Resource: args[0], Name: args[1]}, nil
-	case 0:
-		return Arg{}, cmdutil.Usagef("missing argument: want KIND/NAME")
-	default:
-		return Arg{}, cmdutil.Usagef("one object at a time: got %d arguments, want KIND/NAME", len(args))
+// CheckArgs refuses, before any connection, arguments that cannot name one
+// object: a kind without a name, or the two forms mixed. What else is wrong
+// with them (an empty part, two slashes, an unknown kind) the builder in
+// Get reports.
+func CheckArgs(args []string) error {
+	switch {
+	case len(args) == 1 && !strings.Contains(args[0], "/"):
+		return cmdutil.Usagef("argument %q: want KIND/NAME or KIND NAME", args[0])
+	case len(args) == 2 && strings.Contains(args[0]+args[1], "/"):
+		return cmdutil.Usagef("arguments %q: want KIND NAME or KIND/NAME, not both", strings.Join(args, " "))
 	}
+	return nil
 }
 
-// Target is a resolved argument: which resource, which object.
-type Target struct {
-	GVR        schema.GroupVersionResource
-	GVK        schema.GroupVersionKind
-	Namespaced bool
-	Namespace  string // empty for cluster-scoped objects
-	Name       string
+// Get resolves args (Resolve) and reads the object. Its Object is an
+// *unstructured.Unstructured. A missing object is an error that names it
+// (a finding, exit code 1, for the CLI contract).
+func Get(c cliresource.RESTClientGetter, namespace string, args ...string) (*cliresource.Info, error) {
+	info, err := Resolve(c, namespace, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := info.Get(); err != nil {
+		switch {
+		case apierrors.IsNotFound(err) && info.Namespaced():
+			return nil, fmt.Errorf("%s not found in namespace %s", Ref(info), info.Namespace)
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("%s not found", Ref(info))
+		}
+		return nil, fmt.Errorf("reading %s: %w", Ref(info), err)
+	}
+	return info, nil
 }
 
-// Ref is the target as kubectl would print it: kind[.group]/name.
-func (t Target) Ref() string { return KindRef(t.GVK.GroupKind()) + "/" + t.Name }
+// Resolve maps args to the one object a command is about, the way kubectl
+// does it (cli-runtime's resource.Builder): KIND/NAME or KIND NAME, where
+// KIND is a resource name, kind or short name with an optional .group or
+// .version.group. The object is in namespace unless its kind is
+// cluster-scoped. A wrong argument or an unknown kind is a usage error.
+func Resolve(c cliresource.RESTClientGetter, namespace string, args ...string) (*cliresource.Info, error) {
+	if err := CheckArgs(args); err != nil {
+		return nil, err
+	}
+	infos, err := cliresource.NewBuilder(c).
+		Unstructured().
+		NamespaceParam(namespace).DefaultNamespace().
+		ResourceTypeOrNameArgs(false, args...).
+		SingleResourceType().
+		RequireObject(false).
+		Do().Infos()
+	if err != nil {
+		return nil, resolveError(args, err)
+	}
+	if len(infos) != 1 {
+		return nil, cmdutil.Usagef("arguments %q: one object at a time", strings.Join(args, " "))
+	}
+	return infos[0], nil
+}
+
+// resolveError: the builder reports a bad argument or an unknown kind as a
+// plain error; only what the server or the transport answered is not the
+// command line's fault.
+func resolveError(args []string, err error) error {
+	var status apierrors.APIStatus
+	var transport *url.Error
+	if errors.As(err, &status) || errors.As(err, &transport) {
+		return fmt.Errorf("resolving %s: %w", strings.Join(args, " "), err)
+	}
+	return &cmdutil.UsageError{Err: err}
+}
+
+// Ref is the object as kubectl would print it: kind[.group]/name.
+func Ref(info *cliresource.Info) string {
+	return KindRef(info.Mapping.GroupVersionKind.GroupKind()) + "/" + info.Name
+}
 
 // KindRef is a kind as a person types it: lower case, with its group
 // unless it is a core kind.
@@ -66,56 +97,4 @@ func KindRef(gk schema.GroupKind) string {
 		return k
 	}
 	return k + "." + gk.Group
-}
-
-// Resolve maps an argument to its resource the way kubectl does: resource
-// names, kinds, short names, with an optional group or version.group.
-// namespace applies to namespaced resources only. An unknown kind is a
-// usage error.
-func Resolve(mapper meta.RESTMapper, arg Arg, namespace string) (Target, error) {
-	mapping, err := mappingFor(mapper, arg.Resource)
-	if err != nil {
-		return Target{}, err
-	}
-	t := Target{GVR: mapping.Resource, GVK: mapping.GroupVersionKind, Name: arg.Name}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		t.Namespaced = true
-		t.Namespace = namespace
-	}
-	return t, nil
-}
-
-// mappingFor follows kubectl's resource.Builder: first as a resource
-// (pods, deploy, deployments.apps, deployments.v1.apps), then as a kind
-// (Deployment, Deployment.apps, Deployment.v1.apps).
-func mappingFor(mapper meta.RESTMapper, arg string) (*meta.RESTMapping, error) {
-	fullGVR, gr := schema.ParseResourceArg(arg)
-	gvk := schema.GroupVersionKind{}
-	if fullGVR != nil {
-		gvk, _ = mapper.KindFor(*fullGVR)
-	}
-	if gvk.Empty() {
-		gvk, _ = mapper.KindFor(gr.WithVersion(""))
-	}
-	if !gvk.Empty() {
-		return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	fullGVK, gk := schema.ParseKindArg(arg)
-	if fullGVK == nil {
-		gvk := gk.WithVersion("")
-		fullGVK = &gvk
-	}
-	if !fullGVK.Empty() {
-		if m, err := mapper.RESTMapping(fullGVK.GroupKind(), fullGVK.Version); err == nil {
-			return m, nil
-		}
-	}
-	m, err := mapper.RESTMapping(gk)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, cmdutil.Usagef("the server doesn't have a resource type %q", arg)
-		}
-		return nil, fmt.Errorf("resolving %q: %w", arg, err)
-	}
-	return m, nil
 }

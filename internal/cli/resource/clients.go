@@ -19,8 +19,11 @@ import (
 
 // Clients are the clients the doctor's verbs read through. Discovery is
 // fresh (cached in memory for one run only): a stale disk cache is exactly
-// what hides a stuck API.
+// what hides a stuck API. Clients are the RESTClientGetter of cli-runtime's
+// resource.Builder (Get), so that arguments resolve through the same
+// discovery, not through kubectl's disk cache.
 type Clients struct {
+	Config    *rest.Config
 	Kube      kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Metadata  metadata.Interface
@@ -55,10 +58,27 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	cached := memory.NewMemCacheClient(disc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	return &Clients{Kube: kube, Dynamic: dyn, Metadata: md, Discovery: cached, Mapper: mapper}, nil
+	cached, mapper := mapperFor(disc)
+	return &Clients{Config: cfg, Kube: kube, Dynamic: dyn, Metadata: md, Discovery: cached, Mapper: mapper}, nil
 }
+
+// mapperFor caches disc in memory, for one run, and maps kinds, resources
+// and short names through it.
+func mapperFor(disc discovery.DiscoveryInterface) (discovery.CachedDiscoveryInterface, meta.RESTMapper) {
+	cached := memory.NewMemCacheClient(disc)
+	return cached, restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+}
+
+// ToRESTConfig is the configuration the clients were made from.
+func (c *Clients) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(c.Config), nil }
+
+// ToDiscoveryClient is the clients' fresh, in-memory discovery.
+func (c *Clients) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return c.Discovery, nil
+}
+
+// ToRESTMapper is the clients' mapper, short names included.
+func (c *Clients) ToRESTMapper() (meta.RESTMapper, error) { return c.Mapper, nil }
 
 // Connect reaches the cluster of kubectl's flags (exit code 3 when it
 // cannot) and returns the clients and the namespace that -n or the

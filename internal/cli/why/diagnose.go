@@ -76,22 +76,22 @@ const maxNames = 5
 // Diagnose explains, from the facts alone, what holds the target.
 func Diagnose(f *Facts) Diagnosis {
 	obj := f.Object
-	d := Diagnosis{Target: f.Target.Ref(), Namespace: f.Target.Namespace}
+	d := Diagnosis{Target: resource.Ref(f.Target), Namespace: f.Target.Namespace}
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		d.Deleting = true
 		d.Since = ts.UTC().Format(time.RFC3339)
 	}
-	isNamespace := f.Target.GVK.Group == "" && f.Target.GVK.Kind == "Namespace"
+	isNamespace := f.targetIsNamespace()
 	managers := doctor.FinalizerManagers(obj.GetManagedFields())
 
-	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), gk: f.Target.GVK.GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName(), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
+	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), gk: f.Target.Mapping.GroupVersionKind.GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName(), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
 	d.Findings = append(d.Findings, planFindings(f, d.Deleting)...)
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
 	for i, fin := range obj.GetFinalizers() {
 		d.Findings = append(d.Findings, finalizerFinding(f, fin, managers[fin], d.Deleting,
-			[]finalizedObject{{ref: objectRefFor(f.Target, obj), kindArg: kindArg(f.Target.GVK.GroupKind()), name: obj.GetName(), namespace: obj.GetNamespace(), index: i, uid: obj.GetUID()}}, related))
+			[]finalizedObject{{ref: resource.Ref(f.Target), kindArg: kindArg(f.Target.Mapping.GroupVersionKind.GroupKind()), name: obj.GetName(), namespace: obj.GetNamespace(), index: i, uid: obj.GetUID()}}, related))
 	}
 	if slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents) {
 		if fd := foregroundFinding(f, obj.GetUID()); fd != nil {
@@ -102,7 +102,7 @@ func Diagnose(f *Facts) Diagnosis {
 		d.Findings = append(d.Findings, namespaceFindings(f, d.Deleting, related)...)
 	} else {
 		for _, a := range f.APIServices {
-			if a.Name == f.Target.GVK.Version+"."+f.Target.GVK.Group {
+			if a.Name == f.Target.Mapping.GroupVersionKind.Version+"."+f.Target.Mapping.GroupVersionKind.Group {
 				d.Findings = append(d.Findings, apiServiceFinding(a, false))
 			}
 		}
@@ -128,10 +128,6 @@ type objectRef struct {
 	namespace, name     string
 	labels, annotations map[string]string
 	finalizers          []string
-}
-
-func objectRefFor(t resource.Target, obj *unstructured.Unstructured) string {
-	return resource.KindRef(t.GVK.GroupKind()) + "/" + obj.GetName()
 }
 
 // kindArg is the kind as kubectl takes it on the command line.
@@ -430,9 +426,9 @@ func foregroundFinding(f *Facts, uid types.UID) *Finding {
 
 func webhookFindings(f *Facts, isNamespace bool) []Finding {
 	obj := f.Object
-	reqs := []doctor.Request{{GVR: f.Target.GVR, Namespaced: f.Target.Namespaced, Operation: admissionv1.Delete, NamespaceLabels: f.NamespaceLabels, ObjectLabels: obj.GetLabels()}}
+	reqs := []doctor.Request{{GVR: f.Target.Mapping.Resource, Namespaced: f.Target.Namespaced(), Operation: admissionv1.Delete, NamespaceLabels: f.NamespaceLabels, ObjectLabels: obj.GetLabels()}}
 	if len(obj.GetFinalizers()) > 0 {
-		reqs = append(reqs, doctor.Request{GVR: f.Target.GVR, Namespaced: f.Target.Namespaced, Operation: admissionv1.Update, NamespaceLabels: f.NamespaceLabels, ObjectLabels: obj.GetLabels()})
+		reqs = append(reqs, doctor.Request{GVR: f.Target.Mapping.Resource, Namespaced: f.Target.Namespaced(), Operation: admissionv1.Update, NamespaceLabels: f.NamespaceLabels, ObjectLabels: obj.GetLabels()})
 	}
 	if isNamespace {
 		for _, o := range f.Content {
@@ -715,7 +711,7 @@ func keptFacts(p doctor.Plan) []Fact {
 // the trigger's finalizer (a finding of its own) holds it until they have
 // finished; meanwhile they keep what they list.
 func planFindings(f *Facts, deleting bool) []Finding {
-	gk := f.Target.GVK.GroupKind()
+	gk := f.Target.Mapping.GroupVersionKind.GroupKind()
 	var out []Finding
 	for _, p := range doctor.TriggeredBy(f.Plans, gk, f.Object.GetNamespace(), f.Object.GetName()) {
 		if p.Finished() {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
@@ -11,7 +12,9 @@ import (
 
 // Facts is everything `why` reads from the cluster about one object.
 type Facts struct {
-	Target resource.Target
+	// Target is the object as resource.Get resolved and read it; Object
+	// is what was read.
+	Target *cliresource.Info
 	Object *unstructured.Unstructured
 	// Content is a namespace's content (empty for other objects).
 	Content []*resource.Object
@@ -32,4 +35,10 @@ type Facts struct {
 	// runs, or that keep it.
 	Plans []doctor.Plan
 	Now   time.Time
+}
+
+// targetIsNamespace: the target is a namespace, held by its content.
+func (f *Facts) targetIsNamespace() bool {
+	gvk := f.Target.Mapping.GroupVersionKind
+	return gvk.Group == "" && gvk.Kind == "Namespace"
 }

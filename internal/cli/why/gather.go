@@ -8,38 +8,29 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
 )
 
-// Gather reads what `why` needs about target: the object itself (one GET),
+// Gather reads what `why` needs about target (read by resource.Get):
 // metadata-only lists of what may depend on it, and the cluster-wide facts
 // (controllers, webhooks, APIServices). It does not change anything.
-func Gather(ctx context.Context, c *resource.Clients, t resource.Target, now time.Time) (*Facts, error) {
-	ri := c.Dynamic.Resource(t.GVR)
+func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now time.Time) (*Facts, error) {
+	obj, ok := t.Object.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("reading %s: got %T, want an unstructured object", resource.Ref(t), t.Object)
+	}
 	var err error
-	f := &Facts{Target: t, Now: now, DiscoveryFailures: map[string]string{}, ListFailures: map[string]string{}}
-	if t.Namespaced {
-		f.Object, err = ri.Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
-	} else {
-		f.Object, err = ri.Get(ctx, t.Name, metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		if t.Namespaced {
-			return nil, fmt.Errorf("%s not found in namespace %s", t.Ref(), t.Namespace)
-		}
-		return nil, fmt.Errorf("%s not found", t.Ref())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", t.Ref(), err)
-	}
-	isNamespace := t.GVK.Group == "" && t.GVK.Kind == "Namespace"
+	f := &Facts{Target: t, Object: obj, Now: now, DiscoveryFailures: map[string]string{}, ListFailures: map[string]string{}}
+	isNamespace := f.targetIsNamespace()
 	switch {
 	case isNamespace:
 		f.NamespaceLabels = f.Object.GetLabels()
-	case t.Namespaced:
+	case t.Namespaced():
 		ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, t.Namespace, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading namespace %s: %w", t.Namespace, err)
@@ -59,7 +50,7 @@ func Gather(ctx context.Context, c *resource.Clients, t resource.Target, now tim
 		case isNamespace:
 			scope.Namespace = t.Name
 			scope.Skip = nil
-		case t.Namespaced:
+		case t.Namespaced():
 			scope.Namespace = t.Namespace
 		}
 		inv, err := resource.Gather(ctx, c.Discovery, c.Metadata, scope)

@@ -44,15 +44,14 @@ dependents. Exit code 1 when something holds the deletion.`,
 
 // Run gathers, diagnoses and renders.
 func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags, args []string, out io.Writer) error {
-	arg, err := resource.ParseArgs(args)
-	if err != nil {
+	if err := resource.CheckArgs(args); err != nil {
 		return err
 	}
 	clients, ns, err := resource.Connect(ctx, flags)
 	if err != nil {
 		return err
 	}
-	target, err := resource.Resolve(clients.Mapper, arg, ns)
+	target, err := resource.Get(clients, ns, args...)
 	if err != nil {
 		return err
 	}
@@ -70,7 +69,7 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 		return fmt.Errorf("writing the answer: %w", err)
 	}
 	if n := d.Blocking(); n > 0 {
-		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %s", target.Ref(), cmdutil.Plural(n, "finding holds its deletion", "findings hold its deletion"))}
+		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %s", resource.Ref(target), cmdutil.Plural(n, "finding holds its deletion", "findings hold its deletion"))}
 	}
 	return nil
 }

@@ -9,15 +9,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
+
+// namespaceInfo is a namespace as resource.Get resolves it.
+func namespaceInfo(name string) *cliresource.Info {
+	return &cliresource.Info{Mapping: &meta.RESTMapping{Resource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Scope: meta.RESTScopeRoot}, Name: name}
+}
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
@@ -77,7 +84,7 @@ func stuckNamespace() *Facts {
 			Annotations: map[string]string{doctor.HelmReleaseName: "myfoo", doctor.HelmReleaseNS: "foohome"}},
 	}
 	return &Facts{
-		Target:  resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "foohome"},
+		Target:  namespaceInfo("foohome"),
 		Object:  ns,
 		Content: content,
 		Related: []*resource.Object{role},
@@ -107,7 +114,7 @@ func TestRenderStuckNamespace(t *testing.T) {
 
 func TestRenderNothingHolds(t *testing.T) {
 	f := &Facts{
-		Target:      resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespaced: true, Namespace: "default", Name: "settings"},
+		Target:      &cliresource.Info{Mapping: &meta.RESTMapping{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Scope: meta.RESTScopeNamespace}, Namespace: "default", Name: "settings"},
 		Object:      &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": "default"}}},
 		Controllers: &doctor.Controllers{},
 	}
@@ -142,7 +149,7 @@ func TestRenderLienCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &Facts{
-		Target: resource.Target{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "cyc"},
+		Target: namespaceInfo("cyc"),
 		Object: ns,
 		Content: []*resource.Object{
 			marked(configMaps, "c", "cyc/keep-c", map[string]string{"app": "c"}),

@@ -224,7 +224,7 @@ func TestWhyDenyLien(t *testing.T) {
 	)
 }
 
-// Unknown kind, missing object, unreachable cluster: one line, 2/1/3.
+// Unknown kind, missing object, wrong argument: one line, exit 2/1/2.
 func TestWhyErrors(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -235,7 +235,11 @@ func TestWhyErrors(t *testing.T) {
 		{"unknown kind", []string{"why", "frobnicator/x"}, cmdutil.ExitUsage, `the server doesn't have a resource type "frobnicator"`},
 		{"missing object", []string{"why", "configmap/nope", "-n", "default"}, cmdutil.ExitFinding, "configmap/nope not found in namespace default"},
 		{"missing namespace", []string{"why", "ns/nope"}, cmdutil.ExitFinding, "namespace/nope not found"},
+		{"missing object's namespace", []string{"why", "configmap/nope", "-n", "nowhere"}, cmdutil.ExitFinding, "configmap/nope not found in namespace nowhere"},
 		{"no name", []string{"why", "configmap"}, cmdutil.ExitUsage, "want KIND/NAME"},
+		{"empty name", []string{"why", "configmap/"}, cmdutil.ExitUsage, "arguments in resource/name form must have a single resource and name"},
+		{"two kinds", []string{"why", "configmap,secret", "x"}, cmdutil.ExitUsage, "you may only specify a single resource type"},
+		{"both forms", []string{"why", "configmap", "cm/x"}, cmdutil.ExitUsage, `arguments "configmap cm/x": want KIND NAME or KIND/NAME, not both`},
 		{"bad output", []string{"why", "ns/default", "-o", "yaml"}, cmdutil.ExitUsage, `invalid argument "yaml" for "-o, --output" flag: want text or json`},
 	}
 	for _, tt := range tests {
