@@ -37,7 +37,7 @@ type Controller struct {
 // (package metacache) for the objects they watch that are not teardown's
 // own kinds.
 var Controllers = []Controller{
-	{Name: "lien", Setup: func(mgr ctrl.Manager, _ *metacache.Cache) error { return lien.Setup(mgr) }},
+	{Name: "lien", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error { return lien.Setup(mgr, lien.Options{Cache: meta}) }},
 	{Name: "dependents", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error {
 		_, err := dependents.New(mgr, dependents.Options{Cache: meta})
 		return err

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -60,7 +61,7 @@ func (r *Reconciler) reconcileHelmReleases(ctx context.Context, o object, of *v1
 	gvk, msg, notServed := r.resolveKind(of)
 	var objs []metav1.PartialObjectMetadata
 	if msg == "" {
-		if err := r.watch(gvk); err != nil {
+		if err := r.watches.Keep(metacache.Selection{GVK: gvk}); err != nil {
 			return reconcile.Result{}, err
 		}
 		objs, err = r.listKind(ctx, gvk)

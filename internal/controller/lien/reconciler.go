@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -54,6 +55,10 @@ type Reconciler struct {
 	list      func(ctx context.Context, c client.Reader) ([]object, error)
 
 	cache      cache.Cache
+	// watches are the objects liens name, on the shared metadata cache:
+	// per kind, those carrying the lien label (kept for good: markers of
+	// liens gone, broken markers); per lien, what its entries select.
+	watches    *metacache.Source
 	controller controller.Controller
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionKind]bool
@@ -61,8 +66,25 @@ type Reconciler struct {
 	repairs    map[strayRef]bool                          // see repair.go
 }
 
+// Options configure the controllers.
+type Options struct {
+	// Cache is the metadata cache shared with the other controllers; nil
+	// makes one for these controllers alone.
+	Cache *metacache.Cache
+}
+
 // Setup registers the Lien and ClusterLien controllers with mgr.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, o Options) error {
+	if o.Cache == nil {
+		c, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(c); err != nil {
+			return err
+		}
+		o.Cache = c
+	}
 	for _, r := range []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
@@ -93,18 +115,21 @@ func Setup(mgr ctrl.Manager) error {
 			},
 		},
 	} {
-		if err := r.setup(mgr); err != nil {
+		if err := r.setup(mgr, o.Cache); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Reconciler) setup(mgr ctrl.Manager) error {
+func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
 	r.Client = mgr.GetClient()
 	r.APIReader = mgr.GetAPIReader()
 	r.Mapper = mgr.GetRESTMapper()
 	r.cache = mgr.GetCache()
+	r.watches = meta.NewSource(r.Mapper, func(ctx context.Context, gvk schema.GroupVersionKind, changed *metav1.PartialObjectMetadata) []reconcile.Request {
+		return r.requestsFor(ctx, gvk, changed)
+	})
 	r.watched = map[schema.GroupVersionKind]bool{}
 	forObj := r.newObject()
 	name := "lien"
@@ -120,6 +145,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 		return err
 	}
 	r.controller = c
+	if err := c.Watch(r.watches); err != nil {
+		return err
+	}
 	if !forObj.namespaced() {
 		if err := r.watchMadeLiens(); err != nil {
 			return err
@@ -147,6 +175,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
 			counts.set(r.kind(), req.String(), lienCount{}, true)
+			if err := r.watches.Follow(req.NamespacedName, nil); err != nil {
+				return reconcile.Result{}, err
+			}
 			return reconcile.Result{}, r.releaseStrays(ctx, req.NamespacedName)
 		}
 		return reconcile.Result{}, err
@@ -169,6 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	before := o.status().DeepCopy()
 	protect, heldBy, mode, _ := o.spec()
 	var f findings
+	if err := r.watches.Follow(req.NamespacedName, r.selections(o, append(slices.Clone(protect), heldBy...))); err != nil {
+		return reconcile.Result{}, err
+	}
 
 	// Holders first: they decide whether anything is protected.
 	holders, holding, err := r.resolveHolders(ctx, o, heldBy, &f)
@@ -702,31 +736,67 @@ func (r *Reconciler) namespaceTerminating(ctx context.Context, o object) (bool, 
 	return !ns.DeletionTimestamp.IsZero(), nil
 }
 
-// watch starts, once per kind, a metadata-only watch that re-reconciles
-// every lien naming that kind when one of its objects changes.
+// watch starts, once per kind, the watch that re-reconciles every lien
+// naming that kind when one of its objects carrying lien markers changes;
+// CRDs, few, are watched whole on the manager's cache.
 func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.watched[gvk] {
 		return nil
 	}
+	if gvk != crdGVK {
+		if err := r.watches.Keep(metacache.Selection{GVK: gvk, Labels: lien.Label}); err != nil {
+			return err
+		}
+		r.watched[gvk] = true
+		return nil
+	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, changed client.Object) []reconcile.Request {
-		if len(lien.Problems(changed)) > 0 {
-			r.pendingRepair(strayRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()})
-		}
-		reqs := append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, gvk, changed)...)
-		if gvk == crdGVK {
-			reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
-		}
-		return reqs
+		return r.requestsFor(ctx, gvk, changed)
 	}))
 	if err := r.controller.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
 	r.watched[gvk] = true
 	return nil
+}
+
+// requestsFor is which liens look again when changed, an object of kind
+// gvk, changes.
+func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
+	if len(lien.Problems(changed)) > 0 {
+		r.pendingRepair(strayRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()})
+	}
+	reqs := append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, gvk, changed)...)
+	if gvk == crdGVK {
+		reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
+	}
+	return reqs
+}
+
+// selections are the objects the entries xs of o select, to watch: bad
+// input selects nothing.
+func (r *Reconciler) selections(o object, xs []ref) []metacache.Selection {
+	var out []metacache.Selection
+	for _, x := range xs {
+		res, msg, _ := r.resolve(o, x)
+		if msg != "" {
+			continue
+		}
+		s := metacache.Selection{GVK: res.gvk, Namespace: res.namespace, Name: x.Name}
+		if x.Name == "" {
+			sel, err := metav1.LabelSelectorAsSelector(x.Selector)
+			if err != nil {
+				continue
+			}
+			s.Labels = sel.String()
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // liensNaming lists the liens whose protect, heldBy or helmReleasesOf

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -24,6 +25,8 @@ var (
 	k client.Client
 	// controllerStop stops the running lien controller; nil when stopped.
 	controllerStop context.CancelFunc
+	// shared is the running controller's metadata cache.
+	shared *metacache.Cache
 )
 
 func TestMain(m *testing.M) {
@@ -52,7 +55,13 @@ func startControllerAs(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := Setup(mgr); err != nil {
+	if shared, err = metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient()); err != nil {
+		return err
+	}
+	if err := mgr.Add(shared); err != nil {
+		return err
+	}
+	if err := Setup(mgr, Options{Cache: shared}); err != nil {
 		return err
 	}
 	s, err := testenv.StartManager(mgr)

@@ -3,7 +3,10 @@ package metacache
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -252,3 +255,12 @@ func ForConfig(cfg *rest.Config, httpClient *http.Client) (*Cache, error) {
 // Client is the metadata client the cache lists and watches with, for the
 // live reads and writes of its users.
 func (c *Cache) Client() metadata.Interface { return c.client }
+
+// Keys are the keys of the informers running, sorted.
+func (c *Cache) Keys() []Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.SortedFunc(maps.Keys(c.informers), compareKeys)
+}
+
+func compareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
