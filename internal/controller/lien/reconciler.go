@@ -54,7 +54,7 @@ type Reconciler struct {
 	newObject func() object
 	list      func(ctx context.Context, c client.Reader) ([]object, error)
 
-	cache      cache.Cache
+	cache cache.Cache
 	// watches are the objects liens name, on the shared metadata cache:
 	// per kind, those carrying the lien label (kept for good: markers of
 	// liens gone, broken markers); per lien, what its entries select.
