@@ -42,7 +42,9 @@ var Controllers = []Controller{
 		_, err := dependents.New(mgr, dependents.Options{Cache: meta})
 		return err
 	}},
-	{Name: "teardown", Setup: func(mgr ctrl.Manager, _ *metacache.Cache) error { return teardown.Setup(mgr, teardown.Options{}) }},
+	{Name: "teardown", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error {
+		return teardown.Setup(mgr, teardown.Options{Cache: meta})
+	}},
 }
 
 // Names are the names of Controllers, for flags and messages.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,16 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 	"github.com/teardown-dev/teardown/pkg/teardown/runner"
@@ -46,6 +43,10 @@ type Options struct {
 	// deletes both (helm uninstall, kubectl delete -f) sends the second
 	// DELETE within it, in either order (default 30s).
 	Together time.Duration
+	// Cache is the metadata cache shared with the other controllers, on
+	// which each Teardown's trigger is watched; nil makes one for this
+	// controller alone.
+	Cache *metacache.Cache
 }
 
 func (o Options) withDefaults() Options {
@@ -90,10 +91,9 @@ type Reconciler struct {
 	Recorder recorder.EventRecorder
 	Options  Options
 
-	cache      cache.Cache
-	controller controller.Controller
-	mu         sync.Mutex
-	watched    map[schema.GroupVersionKind]bool
+	// triggers watches each Teardown's trigger, by name, on the shared
+	// metadata cache.
+	triggers *metacache.Source
 }
 
 // Setup registers the Teardown controller with mgr, on mgr's client.
@@ -101,16 +101,25 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerField, indexTrigger); err != nil {
 		return fmt.Errorf("indexing teardowns by trigger: %w", err)
 	}
+	if o.Cache == nil {
+		c, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(c); err != nil {
+			return err
+		}
+		o.Cache = c
+	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
 		Runner:   runner.ForManager(mgr),
 		Recorder: mgr.GetEventRecorder("teardown-teardown"),
 		Options:  o.withDefaults(),
-		cache:    mgr.GetCache(),
-		watched:  map[schema.GroupVersionKind]bool{},
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	r.triggers = o.Cache.NewSource(mgr.GetRESTMapper(), r.teardownsOfTrigger)
+	_, err := ctrl.NewControllerManagedBy(mgr).
 		Named("teardown").
 		For(&v1alpha1.Teardown{}).
 		Watches(&v1alpha1.ClusterLien{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -119,12 +128,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 			}
 			return nil
 		})).
+		WatchesRawSource(r.triggers).
 		Build(r)
-	if err != nil {
-		return err
-	}
-	r.controller = c
-	return nil
+	return err
 }
 
 // Reconcile arms a plan on its trigger, runs it once the trigger is being
@@ -137,7 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	// Live: the status written by the last tick is where this tick goes
 	// on from, and the cache may not hold it yet.
 	if err := r.Reader.Get(ctx, req.NamespacedName, t); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.triggers.Follow(req.NamespacedName, nil)
+		}
+		return reconcile.Result{}, err
 	}
 	before := t.Status.DeepCopy()
 	resumed := false
@@ -620,7 +629,8 @@ func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1
 		return nil, fmt.Errorf("trigger apiVersion: %w", err)
 	}
 	gvk := gv.WithKind(t.Spec.Trigger.Kind)
-	if err := r.watch(gvk); err != nil {
+	tr := t.Spec.Trigger
+	if err := r.triggers.Follow(client.ObjectKeyFromObject(t), []metacache.Selection{{GVK: gvk, Namespace: tr.Namespace, Name: tr.Name}}); err != nil {
 		return nil, err
 	}
 	obj := &metav1.PartialObjectMetadata{}
@@ -635,33 +645,19 @@ func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1
 	return obj, nil
 }
 
-// watch starts, once per kind, a metadata watch of trigger objects that
-// reconciles the Teardowns naming them (found by the trigger index).
-func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.watched[gvk] || r.controller == nil {
+// teardownsOfTrigger is which Teardowns look again when o, an object of
+// kind gvk some Teardown names as its trigger, changes.
+func (r *Reconciler) teardownsOfTrigger(ctx context.Context, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) []reconcile.Request {
+	l, err := r.teardownsOf(ctx, gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "finding the teardowns of a trigger")
 		return nil
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		l, err := r.teardownsOf(ctx, gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "finding the teardowns of a trigger")
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(l))
-		for _, t := range l {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
-		}
-		return reqs
-	}))
-	if err := r.controller.Watch(src); err != nil {
-		return fmt.Errorf("watching %s: %w", gvk, err)
+	reqs := make([]reconcile.Request, 0, len(l))
+	for _, t := range l {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
 	}
-	r.watched[gvk] = true
-	return nil
+	return reqs
 }
 
 func (r *Reconciler) setRunning(t *v1alpha1.Teardown, status metav1.ConditionStatus, reason, msg string) {
