@@ -315,40 +315,86 @@ type webhookConfig struct {
 
 // webhookConfigs lists the validating or mutating webhook configurations.
 func (r *Runner) webhookConfigs(ctx context.Context, gvk schema.GroupVersionKind) ([]webhookConfig, error) {
-	policy := func(p *admissionregistrationv1.FailurePolicyType) string {
-		if p == nil {
-			return string(admissionregistrationv1.Fail)
-		}
-		return string(*p)
-	}
-	var out []webhookConfig
+	var (
+		validating admissionregistrationv1.ValidatingWebhookConfigurationList
+		mutating   admissionregistrationv1.MutatingWebhookConfigurationList
+		list       client.ObjectList
+		what       string
+	)
 	switch gvk.Kind {
 	case "ValidatingWebhookConfiguration":
-		var l admissionregistrationv1.ValidatingWebhookConfigurationList
-		if err := r.Reader.List(ctx, &l); err != nil {
-			return nil, fmt.Errorf("listing validating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
-		}
-		for i := range l.Items {
-			c := webhookConfig{obj: &l.Items[i]}
-			for _, w := range l.Items[i].Webhooks {
-				c.hooks = append(c.hooks, teardown.Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
-			}
-			out = append(out, c)
-		}
+		list, what = &validating, "validating"
 	case "MutatingWebhookConfiguration":
-		var l admissionregistrationv1.MutatingWebhookConfigurationList
-		if err := r.Reader.List(ctx, &l); err != nil {
-			return nil, fmt.Errorf("listing mutating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
+		list, what = &mutating, "mutating"
+	default:
+		return nil, nil
+	}
+	if err := r.Reader.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing %s webhook configurations: %w", what, Refused(err, "list", gvk, "", ""))
+	}
+	// One of the two lists is empty.
+	return append(configsOf(validating.Items, validatingHooks), configsOf(mutating.Items, mutatingHooks)...), nil
+}
+
+// hook is a webhook's name and its failurePolicy field, which configsOf
+// reads and ignoreFailures writes: alike in validating and mutating
+// webhooks, which are different types.
+type hook struct {
+	name   string
+	policy **admissionregistrationv1.FailurePolicyType
+}
+
+func validatingHooks(c *admissionregistrationv1.ValidatingWebhookConfiguration) []hook {
+	return hooksOf(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) hook { return hook{w.Name, &w.FailurePolicy} })
+}
+
+func mutatingHooks(c *admissionregistrationv1.MutatingWebhookConfiguration) []hook {
+	return hooksOf(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) hook { return hook{w.Name, &w.FailurePolicy} })
+}
+
+// hooksOf is the hook of each webhook of ws.
+func hooksOf[W any](ws []W, of func(*W) hook) []hook {
+	out := make([]hook, len(ws))
+	for i := range ws {
+		out[i] = of(&ws[i])
+	}
+	return out
+}
+
+// configsOf is each configuration of items with its webhooks' names and
+// failure policies.
+func configsOf[C any, PC interface {
+	*C
+	client.Object
+}](items []C, hooks func(PC) []hook) []webhookConfig {
+	out := make([]webhookConfig, 0, len(items))
+	for i := range items {
+		c := webhookConfig{obj: PC(&items[i])}
+		for _, h := range hooks(&items[i]) {
+			c.hooks = append(c.hooks, teardown.Webhook{Name: h.name, FailurePolicy: failurePolicy(*h.policy)})
 		}
-		for i := range l.Items {
-			c := webhookConfig{obj: &l.Items[i]}
-			for _, w := range l.Items[i].Webhooks {
-				c.hooks = append(c.hooks, teardown.Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
-			}
-			out = append(out, c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// failurePolicy is p, or Fail when unset, as kube-apiserver defaults it.
+func failurePolicy(p *admissionregistrationv1.FailurePolicyType) string {
+	if p == nil {
+		return string(admissionregistrationv1.Fail)
+	}
+	return string(*p)
+}
+
+// ignoreFailures sets the failure policy of the hooks named in names to
+// Ignore.
+func ignoreFailures(hooks []hook, names []string) {
+	ignore := admissionregistrationv1.Ignore
+	for _, h := range hooks {
+		if slices.Contains(names, h.name) {
+			*h.policy = &ignore
 		}
 	}
-	return out, nil
 }
 
 // Do takes the actions in order. A DELETE carries the UID and
@@ -394,7 +440,6 @@ func (r *Runner) delete(ctx context.Context, a teardown.Action) error {
 }
 
 func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
-	ignore := admissionregistrationv1.Ignore
 	key := client.ObjectKey{Name: a.Object.Name}
 	var obj client.Object
 	switch a.Object.Kind {
@@ -403,22 +448,14 @@ func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
 		if err := r.Reader.Get(ctx, key, c); err != nil {
 			return err
 		}
-		for i := range c.Webhooks {
-			if slices.Contains(a.Webhooks, c.Webhooks[i].Name) {
-				c.Webhooks[i].FailurePolicy = &ignore
-			}
-		}
+		ignoreFailures(validatingHooks(c), a.Webhooks)
 		obj = c
 	case "MutatingWebhookConfiguration":
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		if err := r.Reader.Get(ctx, key, c); err != nil {
 			return err
 		}
-		for i := range c.Webhooks {
-			if slices.Contains(a.Webhooks, c.Webhooks[i].Name) {
-				c.Webhooks[i].FailurePolicy = &ignore
-			}
-		}
+		ignoreFailures(mutatingHooks(c), a.Webhooks)
 		obj = c
 	default:
 		return fmt.Errorf("cannot inhibit %s", a.Object)
