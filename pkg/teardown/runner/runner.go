@@ -682,13 +682,15 @@ func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
 //
 // keepUntilDone is released at the end, not deleted: a run started by hand
 // (or by a Helm pre-delete hook, before Helm deletes anything) is no
-// uninstall that asked for the kept objects to go.
+// uninstall that asked for the kept objects to go. A plan without
+// keepUntilDone made no lien, and none is read: its user needs no right on
+// clusterliens, and teardown need not be installed.
 func (r *Runner) Run(ctx context.Context, name string, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, interval time.Duration, progress func(v1alpha1.TeardownStatus)) (v1alpha1.TeardownStatus, error) {
 	status, err := r.runSteps(ctx, name, spec, status, interval, progress)
 	if err != nil {
 		return status, err
 	}
-	if status.Phase == v1alpha1.PhaseSucceeded {
+	if status.Phase == v1alpha1.PhaseSucceeded && len(spec.KeepUntilDone) > 0 {
 		err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 			return r.Release(ctx, name)
 		})
