@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
+	"github.com/teardown-dev/teardown/pkg/refused"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
@@ -73,28 +74,11 @@ type InvalidStepError struct {
 func (e *InvalidStepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *InvalidStepError) Unwrap() error { return e.Err }
 
-// RefusedError is a request of the plan the API server refused
-// (Forbidden): RBAC denies the runner's user a right, or admission refused
-// it. It names the request, so that the caller can say which right is
-// missing (internal/rights) instead of retrying in silence.
-type RefusedError struct {
-	Verb      string
-	GVK       schema.GroupVersionKind
-	Namespace string // empty: cluster-wide
-	Name      string // empty: a list
-	Err       error
-}
-
-func (e *RefusedError) Error() string { return e.Err.Error() }
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Refused wraps err in a RefusedError when it is a Forbidden, else
-// returns it as it is.
-func Refused(err error, verb string, gvk schema.GroupVersionKind, namespace, name string) error {
-	if !apierrors.IsForbidden(err) {
-		return err
-	}
-	return &RefusedError{Verb: verb, GVK: gvk, Namespace: namespace, Name: name, Err: err}
+// refusal is err wrapped in a refused.Error naming the request (verb on
+// the object of kind gvk) when it is a Forbidden: the caller can say which
+// right is missing instead of retrying in silence.
+func (r *Runner) refusal(err error, verb string, gvk schema.GroupVersionKind, namespace, name string) error {
+	return refused.WrapKind(err, r.Client.RESTMapper(), verb, gvk, namespace, name)
 }
 
 func (r *Runner) now() time.Time {
@@ -238,7 +222,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s: %w", gvk.Kind, Refused(err, "list", gvk, sel.Namespace, ""))
+			return fmt.Errorf("listing %s: %w", gvk.Kind, r.refusal(err, "list", gvk, sel.Namespace, ""))
 		}
 		return nil
 	}
@@ -258,7 +242,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, Refused(err, "get", gvk, sel.Namespace, sel.Name))
+		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, r.refusal(err, "get", gvk, sel.Namespace, sel.Name))
 	}
 	switch l := l.(type) {
 	case *unstructured.UnstructuredList:
@@ -330,7 +314,7 @@ func (r *Runner) webhookConfigs(ctx context.Context, gvk schema.GroupVersionKind
 		return nil, nil
 	}
 	if err := r.Reader.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing %s webhook configurations: %w", what, Refused(err, "list", gvk, "", ""))
+		return nil, fmt.Errorf("listing %s webhook configurations: %w", what, r.refusal(err, "list", gvk, "", ""))
 	}
 	// One of the two lists is empty.
 	return append(configsOf(validating.Items, validatingHooks), configsOf(mutating.Items, mutatingHooks)...), nil
@@ -434,7 +418,7 @@ func (r *Runner) delete(ctx context.Context, a teardown.Action) error {
 		PropagationPolicy: &prop,
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %s: %w", o, Refused(err, "delete", obj.GroupVersionKind(), o.Namespace, o.Name))
+		return fmt.Errorf("deleting %s: %w", o, r.refusal(err, "delete", obj.GroupVersionKind(), o.Namespace, o.Name))
 	}
 	return err
 }
@@ -469,7 +453,7 @@ func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
 			return err
 		}
 		gvk := schema.FromAPIVersionAndKind(a.Object.APIVersion, a.Object.Kind)
-		return fmt.Errorf("inhibiting %s: %w", a.Object, Refused(err, "update", gvk, "", a.Object.Name))
+		return fmt.Errorf("inhibiting %s: %w", a.Object, r.refusal(err, "update", gvk, "", a.Object.Name))
 	}
 	return nil
 }
@@ -506,7 +490,7 @@ func (r *Runner) Keep(ctx context.Context, plan string, keep []v1alpha1.ClusterL
 			},
 		}
 		if err := r.Client.Create(ctx, l); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, Refused(err, "create", clusterLienKind, "", ""))
+			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, r.refusal(err, "create", clusterLienKind, "", ""))
 		}
 		return false, nil
 	}
@@ -531,7 +515,7 @@ func (r *Runner) Keep(ctx context.Context, plan string, keep []v1alpha1.ClusterL
 	}
 	if update {
 		if err := r.Client.Update(ctx, l); err != nil {
-			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, r.refusal(err, "update", clusterLienKind, "", l.Name))
 		}
 		return false, nil
 	}
@@ -629,7 +613,7 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s %s: %w", k.Kind, k.Name, Refused(err, "get", gvk, k.Namespace, k.Name))
+			return nil, fmt.Errorf("reading %s %s: %w", k.Kind, k.Name, r.refusal(err, "get", gvk, k.Namespace, k.Name))
 		}
 		return []metav1.PartialObjectMetadata{obj}, nil
 	}
@@ -647,7 +631,7 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("listing %s: %w", k.Kind, Refused(err, "list", gvk, k.Namespace, ""))
+		return nil, fmt.Errorf("listing %s: %w", k.Kind, r.refusal(err, "list", gvk, k.Namespace, ""))
 	}
 	for i := range l.Items {
 		l.Items[i].SetGroupVersionKind(gvk)
@@ -669,7 +653,7 @@ func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
 	if l.DeletionTimestamp.IsZero() {
 		uid := l.UID
 		if err := r.Client.Delete(ctx, l, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, Refused(err, "delete", clusterLienKind, "", l.Name))
+			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, r.refusal(err, "delete", clusterLienKind, "", l.Name))
 		}
 	}
 	return false, nil
@@ -752,7 +736,7 @@ func (r *Runner) handOver(ctx context.Context, plan string, holder v1alpha1.Clus
 		l.Spec.Mode, l.Spec.HeldBy = v1alpha1.LienModeDefer, []v1alpha1.ClusterLienTarget{holder}
 		l.Spec.Reason = "the plan of " + plan + " finished: kept until " + holder.Kind + " " + holder.Namespace + "/" + holder.Name + " is gone"
 		if err := r.Client.Update(ctx, l); err != nil {
-			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, r.refusal(err, "update", clusterLienKind, "", l.Name))
 		}
 		return false, nil
 	}
