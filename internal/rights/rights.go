@@ -1,8 +1,8 @@
 // Package rights explains a request the API server refused teardown's
-// controller: it asks kube-apiserver (SelfSubjectAccessReview) whether the
-// controller's own user holds the right, so that a condition or event can
-// name the missing verb and resource, or say that admission, not RBAC,
-// refused it.
+// controller (a refused.Error, which names the request): it asks
+// kube-apiserver (SelfSubjectAccessReview) whether the controller's own
+// user holds the right, so that a condition or event can name the missing
+// verb and resource, or say that admission, not RBAC, refused it.
 package rights
 
 import (
@@ -11,25 +11,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/teardown-dev/teardown/pkg/refused"
 )
 
 // Aggregate is the label of the ClusterRoles whose rules teardown's
 // controller role aggregates.
 const Aggregate = "teardown.dev/aggregate-to-controller"
 
-// Request is one API request of the controller.
-type Request struct {
-	Verb      string
-	Resource  schema.GroupResource
-	Namespace string // empty: cluster-wide
-	Name      string
-}
-
 // Allowed asks kube-apiserver whether the controller's user may make req.
-func Allowed(ctx context.Context, c client.Client, req Request) (bool, error) {
+func Allowed(ctx context.Context, c client.Client, req refused.Request) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Verb:      req.Verb,
@@ -46,7 +39,7 @@ func Allowed(ctx context.Context, c client.Client, req Request) (bool, error) {
 }
 
 // Missing says which right the controller lacks and how to grant it.
-func Missing(req Request) string {
+func Missing(req refused.Request) string {
 	where := "cluster-wide"
 	if req.Namespace != "" {
 		where = "in namespace " + req.Namespace
@@ -55,34 +48,34 @@ func Missing(req Request) string {
 		req.Verb, req.Resource.Resource, where, req.Verb, req.Resource.Resource, req.Resource.Group, Aggregate)
 }
 
-// Explain tells why the API server refused req with err (a Forbidden):
-// missing is true, and the message names the verb and resource, when RBAC
-// denies the controller the right; otherwise admission refused it and the
-// message carries the API server's own words. If the review itself fails,
-// the refusal is reported as it came.
-func Explain(ctx context.Context, c client.Client, req Request, err error) (missing bool, message string) {
-	allowed, rerr := Allowed(ctx, c, req)
+// Explain tells why the API server refused a request: missing is true,
+// and the message names the verb and resource, when RBAC denies the
+// controller the right; otherwise admission refused it and the message
+// carries the API server's own words. If the review itself fails, the
+// refusal is reported as it came.
+func Explain(ctx context.Context, c client.Client, e *refused.Error) (missing bool, message string) {
+	allowed, rerr := Allowed(ctx, c, e.Request)
 	switch {
 	case rerr != nil:
-		return false, fmt.Sprintf("the API server refused teardown's controller: %v (%v)", err, rerr)
+		return false, fmt.Sprintf("the API server refused teardown's controller: %v (%v)", e.Err, rerr)
 	case !allowed:
-		return true, Missing(req)
+		return true, Missing(e.Request)
 	default:
-		return false, fmt.Sprintf("admission refused teardown's controller to %s %s: %v", req.Verb, req.Resource.Resource, err)
+		return false, fmt.Sprintf("admission refused teardown's controller to %s %s: %v", e.Verb, e.Resource.Resource, e.Err)
 	}
 }
 
-var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+var refusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "teardown_refused_requests_total",
 	Help: "Requests of teardown's controllers the API server refused, by controller and reason (MissingPermission: RBAC; AdmissionDenied or Refused: admission, a lien's policy among them).",
 }, []string{"controller", "reason"})
 
 func init() {
-	metrics.Registry.MustRegister(refused)
+	metrics.Registry.MustRegister(refusedTotal)
 }
 
 // Count records one refused request of controller, with the reason its
 // condition or event gave.
 func Count(controller, reason string) {
-	refused.WithLabelValues(controller, reason).Inc()
+	refusedTotal.WithLabelValues(controller, reason).Inc()
 }

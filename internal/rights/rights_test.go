@@ -5,19 +5,21 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/teardown-dev/teardown/pkg/refused"
 )
 
 func TestMissingNamesVerbResourceAndFix(t *testing.T) {
 	for _, c := range []struct {
-		req  Request
+		req  refused.Request
 		want string
 	}{
 		{
-			Request{Verb: "delete", Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: "shop", Name: "x"},
+			refused.Request{Verb: "delete", Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: "shop", Name: "x"},
 			`teardown's controller may not delete configmaps in namespace shop: grant verb delete on resource configmaps (group "") with a ClusterRole labelled teardown.dev/aggregate-to-controller=true`,
 		},
 		{
-			Request{Verb: "patch", Resource: schema.GroupResource{Group: "operator.tigera.io", Resource: "installations"}, Name: "default"},
+			refused.Request{Verb: "patch", Resource: schema.GroupResource{Group: "operator.tigera.io", Resource: "installations"}, Name: "default"},
 			`teardown's controller may not patch installations cluster-wide: grant verb patch on resource installations (group "operator.tigera.io") with a ClusterRole labelled teardown.dev/aggregate-to-controller=true`,
 		},
 	} {
@@ -28,14 +30,14 @@ func TestMissingNamesVerbResourceAndFix(t *testing.T) {
 }
 
 func TestCountIsPerControllerAndReason(t *testing.T) {
-	before := testutil.ToFloat64(refused.WithLabelValues("test", "MissingPermission"))
+	before := testutil.ToFloat64(refusedTotal.WithLabelValues("test", "MissingPermission"))
 	Count("test", "MissingPermission")
 	Count("test", "MissingPermission")
 	Count("test", "AdmissionDenied")
-	if got := testutil.ToFloat64(refused.WithLabelValues("test", "MissingPermission")) - before; got != 2 {
+	if got := testutil.ToFloat64(refusedTotal.WithLabelValues("test", "MissingPermission")) - before; got != 2 {
 		t.Errorf("MissingPermission rose by %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(refused.WithLabelValues("test", "AdmissionDenied")); got != 1 {
+	if got := testutil.ToFloat64(refusedTotal.WithLabelValues("test", "AdmissionDenied")); got != 1 {
 		t.Errorf("AdmissionDenied is %v, want 1", got)
 	}
 }

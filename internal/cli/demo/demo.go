@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 )
 
 // Scenario is one replayed problem.
@@ -45,10 +44,8 @@ type Outcome struct {
 
 // Env is what scenarios act through.
 type Env struct {
-	Config     *rest.Config
-	Kube       kubernetes.Interface
-	Dynamic    dynamic.Interface
-	Extensions apiextensions.Interface
+	cmdutil.Clientsets
+	Config *rest.Config
 	// Progress is where slow preparations (building examples/helm-operator
 	// the first time) report how far they are; nil shows nothing.
 	Progress io.Writer
@@ -58,19 +55,11 @@ type Env struct {
 
 // NewEnv connects the clients a scenario uses.
 func NewEnv(cfg *rest.Config, out io.Writer) (*Env, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
+	cs, err := cmdutil.NewClientsets(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ext, err := apiextensions.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Env{Config: cfg, Kube: kube, Dynamic: dyn, Extensions: ext, out: out}, nil
+	return &Env{Clientsets: cs, Config: cfg, out: out}, nil
 }
 
 // Scenarios are the problems the demo replays, in order.

@@ -78,6 +78,55 @@ func TestLiensOf(t *testing.T) {
 	}
 }
 
+// TestLiensOfModePerEntry: each entry takes its mode from its own lien, as
+// the lien wrote it (lien.Entry.Mode), not from the label the strictest
+// entry sets.
+func TestLiensOfModePerEntry(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		labels      map[string]string
+		annotations string
+		finalizers  []string
+		want        []Lien
+	}{
+		{
+			name:        "a Defer lien beside a Deny lien",
+			labels:      map[string]string{lien.Label: lien.LabelDeny},
+			annotations: `[{"lien":"ns/keep","reason":"needed"},{"lien":"later","reason":"until done","mode":"Defer"}]`,
+			finalizers:  []string{lien.Finalizer},
+			want: []Lien{
+				{Name: "ns/keep", Reason: "needed", Mode: "Deny", Source: "teardown"},
+				{Name: "later", Reason: "until done", Mode: "Defer", Source: "teardown"},
+			},
+		},
+		{
+			name:        "Defer liens only",
+			labels:      map[string]string{lien.Label: lien.LabelDefer},
+			annotations: `[{"lien":"later","reason":"until done","mode":"Defer"}]`,
+			finalizers:  []string{lien.Finalizer},
+			want:        []Lien{{Name: "later", Reason: "until done", Mode: "Defer", Source: "teardown"}},
+		},
+		{
+			name:        "unreadable entries under the Deny label",
+			labels:      map[string]string{lien.Label: lien.LabelDeny},
+			annotations: `not json`,
+			finalizers:  []string{lien.Finalizer},
+			want:        []Lien{{Name: "(unnamed)", Reason: "annotation teardown.dev/liens missing or unreadable", Mode: "Deny", Source: "teardown"}},
+		},
+		{
+			name:        "no markers",
+			annotations: `[{"lien":"gone","reason":"r"}]`,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := LiensOf(tt.labels, map[string]string{lien.Annotation: tt.annotations}, tt.finalizers)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestWebhookMatches(t *testing.T) {
 	cluster := admissionv1.ClusterScope
 	w := Webhook{

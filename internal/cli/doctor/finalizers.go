@@ -119,7 +119,7 @@ func knownFinalizer(finalizer string) (known, bool) {
 		return k, true
 	}
 	if strings.HasPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) {
-		return known{"the teardown controller (or the operator, for a plan it runs with teardown.SelfUninstall)", "teardown",
+		return known{"the teardown controller (or the operator, for a plan it runs with runner.SelfUninstall)", "teardown",
 			"once the plan " + strings.TrimPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) + " has finished"}, true
 	}
 	return known{}, false

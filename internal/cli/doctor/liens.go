@@ -33,30 +33,35 @@ type Lien struct {
 }
 
 // LiensOf reads the liens on an object from its labels, annotations and
-// finalizers: Deny while the lien label refuses the DELETE, else Defer
-// while the lien finalizer holds the object.
+// finalizers, while they hold it (the lien label refuses the DELETE, or the
+// lien finalizer keeps the object): each with the mode its own entry
+// records (lien.Entry.Mode, written from its lien's spec), so that a Defer
+// lien stays Defer on an object a Deny lien also protects. Entries that
+// cannot be read are one unnamed lien, Deny under the Deny label, else
+// Defer.
 func LiensOf(labels, annotations map[string]string, finalizers []string) []Lien {
 	var out []Lien
-	mode := ""
-	switch {
-	case labels[lien.Label] == lien.LabelDeny:
-		mode = string(v1alpha1.LienModeDeny)
-	case slices.Contains(finalizers, lien.Finalizer):
-		mode = string(v1alpha1.LienModeDefer)
-	}
-	if mode != "" {
+	deny := labels[lien.Label] == lien.LabelDeny
+	if deny || slices.Contains(finalizers, lien.Finalizer) {
 		entries, err := lien.Parse(annotations[lien.Annotation])
 		if err != nil || len(entries) == 0 {
-			out = append(out, Lien{Name: "(unnamed)", Reason: "annotation " + lien.Annotation + " missing or unreadable", Mode: mode, Source: "teardown"})
+			out = append(out, Lien{Name: "(unnamed)", Reason: "annotation " + lien.Annotation + " missing or unreadable", Mode: modeOf(deny), Source: "teardown"})
 		}
 		for _, e := range entries {
-			out = append(out, Lien{Name: e.Lien, Reason: e.Reason, Mode: mode, Source: "teardown"})
+			out = append(out, Lien{Name: e.Lien, Reason: e.Reason, Mode: modeOf(e.Deny()), Source: "teardown"})
 		}
 	}
 	if labels[CrossplaneInUse] == "true" {
 		out = append(out, Lien{Name: "a Crossplane Usage", Reason: "label " + CrossplaneInUse, Mode: string(v1alpha1.LienModeDeny), Source: "crossplane"})
 	}
 	return out
+}
+
+func modeOf(deny bool) string {
+	if deny {
+		return string(v1alpha1.LienModeDeny)
+	}
+	return string(v1alpha1.LienModeDefer)
 }
 
 // OwnersOf reads the teardown owner links of a dependent as the controller

@@ -118,7 +118,7 @@ func (r *Reconciler) ownerOf(ctx context.Context, req request) (*metav1.PartialO
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), refused(err, "get", req.GVR, req.Namespace, req.Name))
+		return nil, fmt.Errorf("reading owner %s: %w", klog.KRef(req.Namespace, req.Name), refusal(err, "get", req.GVR, req.Namespace, req.Name))
 	}
 	return owner, nil
 }
@@ -161,7 +161,7 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s for dependents of %s: %w", gvr.Resource, klog.KObj(owner), refused(err, "list", gvr, ns, ""))
+			return fmt.Errorf("listing %s for dependents of %s: %w", gvr.Resource, klog.KObj(owner), refusal(err, "list", gvr, ns, ""))
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
@@ -184,7 +184,7 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 			case apierrors.IsConflict(err):
 				return errRecheck
 			case err != nil:
-				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), refused(err, "patch", gvr, item.Namespace, item.Name))
+				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), refusal(err, "patch", gvr, item.Namespace, item.Name))
 			}
 			orphanedTotal.WithLabelValues("ownerReference").Inc()
 			r.event(ctx, gvr, item, nil, "Normal", ReasonOrphanedDependent, "Orphan",
@@ -265,7 +265,7 @@ func (r *Reconciler) patchOwner(ctx context.Context, req request, owner *metav1.
 	case apierrors.IsConflict(err):
 		return errRecheck
 	case err != nil:
-		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), refused(err, "patch", req.GVR, req.Namespace, req.Name))
+		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), refusal(err, "patch", req.GVR, req.Namespace, req.Name))
 	}
 	return nil
 }

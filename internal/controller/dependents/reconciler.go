@@ -26,6 +26,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
+	"github.com/teardown-dev/teardown/pkg/refused"
 )
 
 // Event reasons.
@@ -161,23 +162,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 	return res, err
 }
 
-// refusedError is a request the API server refused (403), with what was
-// asked, so that a SelfSubjectAccessReview can tell RBAC from admission.
-type refusedError struct {
-	req rights.Request
-	err error
-}
-
-func (e *refusedError) Error() string { return e.err.Error() }
-func (e *refusedError) Unwrap() error { return e.err }
-
-// refused wraps a Forbidden err from verb on gvr ns/name; other errors
-// pass unchanged.
-func refused(err error, verb string, gvr schema.GroupVersionResource, ns, name string) error {
-	if !apierrors.IsForbidden(err) {
-		return err
-	}
-	return &refusedError{req: rights.Request{Verb: verb, Resource: gvr.GroupResource(), Namespace: ns, Name: name}, err: err}
+// refusal is err wrapped in a refused.Error naming the request (verb on
+// gvr ns/name) when it is a Forbidden, so that a SelfSubjectAccessReview
+// can tell RBAC from admission; other errors pass unchanged.
+func refusal(err error, verb string, gvr schema.GroupVersionResource, ns, name string) error {
+	return refused.Wrap(err, refused.Request{Verb: verb, Resource: gvr.GroupResource(), Namespace: ns, Name: name})
 }
 
 // reportForbidden records a Warning event on the object that the API
@@ -188,8 +177,8 @@ func refused(err error, verb string, gvr schema.GroupVersionResource, ns, name s
 func (r *Reconciler) reportForbidden(ctx context.Context, req request, err error) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
 	reason, note := ReasonRefused, fmt.Sprintf("the API server refused teardown's controller: %v", err)
-	if re := (*refusedError)(nil); errors.As(err, &re) {
-		if missing, msg := rights.Explain(ctx, r.client, re.req, re.err); missing {
+	if re := (*refused.Error)(nil); errors.As(err, &re) {
+		if missing, msg := rights.Explain(ctx, r.client, re); missing {
 			reason, note = ReasonMissingPermission, msg
 		} else {
 			note = msg
@@ -258,7 +247,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 		case apierrors.IsNotFound(err):
 			return true, nil
 		case err != nil:
-			return false, fmt.Errorf("reading owner %s: %w", l, refused(err, "get", mapping.Resource, l.Namespace, l.Name))
+			return false, fmt.Errorf("reading owner %s: %w", l, refusal(err, "get", mapping.Resource, l.Namespace, l.Name))
 		}
 		if live.UID == l.UID {
 			// Alive, but in no cache: teardown does not hold it
@@ -353,7 +342,7 @@ func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *meta
 		ctrl.LoggerFrom(ctx).V(1).Info("dependent changed before its delete; rechecking", "dependent", klog.KObj(dep))
 		return errRecheck
 	case err != nil:
-		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), refused(err, "delete", req.GVR, req.Namespace, req.Name))
+		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), refusal(err, "delete", req.GVR, req.Namespace, req.Name))
 	}
 	deletedTotal.Inc()
 	for _, l := range checked {
@@ -423,7 +412,7 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("removing owner links from %s: %w", klog.KObj(live), refused(err, "patch", req.GVR, req.Namespace, req.Name))
+		return fmt.Errorf("removing owner links from %s: %w", klog.KObj(live), refusal(err, "patch", req.GVR, req.Namespace, req.Name))
 	}
 	orphanedTotal.WithLabelValues("link").Add(float64(len(owners)))
 	r.event(ctx, req.GVR, live, nil, "Normal", reason, "Orphan", fmt.Sprintf(note, names(owners)))

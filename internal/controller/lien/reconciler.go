@@ -632,13 +632,12 @@ func (r *Reconciler) apply(ctx context.Context, o object, held bool, desired []m
 // full object or a failed write, no for a refusal (reportForbidden explains
 // it) or a conflict (retried).
 func (r *Reconciler) objectProblem(ctx context.Context, f *findings, obj *metav1.PartialObjectMetadata, err error) bool {
-	var fe *forbiddenError
 	what := fmt.Sprintf("%s %s", obj.Kind, qualified(obj.Namespace, obj.Name))
 	switch {
 	case errors.Is(err, lien.ErrTooManyLiens):
 		f.tooMany = append(f.tooMany, what)
 		return true
-	case errors.As(err, &fe), apierrors.IsConflict(err):
+	case isForbidden(err), apierrors.IsConflict(err):
 		return false
 	}
 	ctrl.LoggerFrom(ctx).Error(err, "writing lien markers", "kind", obj.Kind, "object", qualified(obj.Namespace, obj.Name))

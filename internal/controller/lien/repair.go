@@ -18,6 +18,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
+	"github.com/teardown-dev/teardown/pkg/refused"
 )
 
 // Bad data never stops the controller. An object's markers can be
@@ -80,7 +81,7 @@ func (r *Reconciler) editMarkers(ctx context.Context, by object, obj *metav1.Par
 		case apierrors.IsNotFound(err):
 			return nil
 		case apierrors.IsForbidden(err):
-			return &forbiddenError{gvk: gvk, namespace: obj.Namespace, name: obj.Name, err: err}
+			return refused.WrapKind(err, r.Mapper, "patch", gvk, obj.Namespace, obj.Name)
 		case apierrors.IsConflict(err):
 			lastErr = err
 			continue

@@ -8,10 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/rights"
+	"github.com/teardown-dev/teardown/pkg/refused"
 )
 
 // ReasonMissingPermission is Ready's reason when the controller may not
@@ -22,52 +22,40 @@ const (
 	ReasonAdmissionDenied   = "AdmissionDenied"
 )
 
-// forbiddenError is a patch of lien markers that the API server refused.
-type forbiddenError struct {
-	gvk       schema.GroupVersionKind
-	namespace string
-	name      string
-	err       error
-}
-
-func (e *forbiddenError) Error() string { return e.err.Error() }
-func (e *forbiddenError) Unwrap() error { return e.err }
-
 // explainForbidden asks the API server (SelfSubjectAccessReview) whether
-// the controller holds the right it needed, and turns the answer into a
-// Ready condition a person can act on.
-func (r *Reconciler) explainForbidden(ctx context.Context, o object, fe *forbiddenError) metav1.Condition {
+// the controller holds the right it needed to patch the markers re names,
+// and turns the answer into a Ready condition a person can act on.
+func (r *Reconciler) explainForbidden(ctx context.Context, o object, re *refused.Error) metav1.Condition {
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: o.GetGeneration()}
-	resource := schema.GroupResource{Group: fe.gvk.Group, Resource: fe.gvk.Kind}
-	if m, err := r.Mapper.RESTMapping(fe.gvk.GroupKind(), fe.gvk.Version); err == nil {
-		resource = m.Resource.GroupResource()
-	}
-	req := rights.Request{Verb: "patch", Resource: resource, Namespace: fe.namespace, Name: fe.name}
-	if missing, msg := rights.Explain(ctx, r.Client, req, fe.err); missing {
+	if missing, msg := rights.Explain(ctx, r.Client, re); missing {
 		cond.Reason = ReasonMissingPermission
-		cond.Message = fmt.Sprintf("%s (needed to protect %s)", msg, fe.name)
+		cond.Message = fmt.Sprintf("%s (needed to protect %s)", msg, re.Name)
 		return cond
+	}
+	kind := re.Resource.Resource
+	if gvk, err := r.Mapper.KindFor(re.Resource.WithVersion("")); err == nil {
+		kind = gvk.Kind
 	}
 	cond.Reason = ReasonAdmissionDenied
 	cond.Message = fmt.Sprintf("writing the lien markers of %s %s was refused by admission: %v; if the tamper policy refused it, add the controller's user to spec.controllerUsers of the Trust teardown (teardown install --controller-user)",
-		fe.gvk.Kind, qualified(fe.namespace, fe.name), fe.err)
+		kind, qualified(re.Namespace, re.Name), re.Err)
 	return cond
 }
 
 // isForbidden reports whether err is a refused write of lien markers.
 func isForbidden(err error) bool {
-	var fe *forbiddenError
-	return errors.As(err, &fe)
+	var re *refused.Error
+	return errors.As(err, &re)
 }
 
 // reportForbidden records the condition and an event, and retries at the
 // next resync rather than in a hot loop.
 func (r *Reconciler) reportForbidden(ctx context.Context, o object, err error) (bool, error) {
-	var fe *forbiddenError
-	if !errors.As(err, &fe) {
+	var re *refused.Error
+	if !errors.As(err, &re) {
 		return false, nil
 	}
-	cond := r.explainForbidden(ctx, o, fe)
+	cond := r.explainForbidden(ctx, o, re)
 	rights.Count("lien", cond.Reason)
 	st := o.status()
 	prev := apimeta.FindStatusCondition(st.Conditions, cond.Type)

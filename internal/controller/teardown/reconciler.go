@@ -24,6 +24,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
+	"github.com/teardown-dev/teardown/pkg/refused"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 	"github.com/teardown-dev/teardown/pkg/teardown/runner"
 )
@@ -174,10 +175,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	default:
 		res, err = r.reconcileDelete(ctx, t)
 	}
-	var refused *runner.RefusedError
+	var re *refused.Error
 	switch {
-	case errors.As(err, &refused):
-		return r.reportRefused(ctx, t, refused), nil
+	case errors.As(err, &re):
+		return r.reportRefused(ctx, t, re), nil
 	case apierrors.IsConflict(err):
 		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
 	}
@@ -263,7 +264,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) 
 	}
 	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
 		if err := r.Client.Patch(ctx, trigger, patch); err != nil {
-			return reconcile.Result{}, fmt.Errorf("holding the trigger %s: %w", triggerName(t), runner.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
+			return reconcile.Result{}, fmt.Errorf("holding the trigger %s: %w", triggerName(t), refused.WrapKind(err, r.Client.RESTMapper(), "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
 		}
 	}
 	t.Status.TriggerUID = string(trigger.UID)
@@ -314,14 +315,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, t *v1alpha1.Teardown) 
 // reportRefused explains a refused request (SelfSubjectAccessReview) on
 // the condition that stands still because of it: Armed before the plan
 // runs, Running after.
-func (r *Reconciler) reportRefused(ctx context.Context, t *v1alpha1.Teardown, refused *runner.RefusedError) reconcile.Result {
-	resource := schema.GroupResource{Group: refused.GVK.Group, Resource: refused.GVK.Kind}
-	if m, err := r.Client.RESTMapper().RESTMapping(refused.GVK.GroupKind(), refused.GVK.Version); err == nil {
-		resource = m.Resource.GroupResource()
-	}
-	rr := rights.Request{Verb: refused.Verb, Resource: resource, Namespace: refused.Namespace, Name: refused.Name}
+func (r *Reconciler) reportRefused(ctx context.Context, t *v1alpha1.Teardown, re *refused.Error) reconcile.Result {
 	reason := v1alpha1.ReasonAdmissionDenied
-	missing, msg := rights.Explain(ctx, r.Client, rr, refused.Err)
+	missing, msg := rights.Explain(ctx, r.Client, re)
 	if missing {
 		reason = v1alpha1.ReasonMissingPermission
 	}
@@ -335,7 +331,7 @@ func (r *Reconciler) reportRefused(ctx context.Context, t *v1alpha1.Teardown, re
 		}
 	}
 	rights.Count("teardown", reason)
-	ctrl.LoggerFrom(ctx).Info("refused by the API server", "teardown", klog.KObj(t), "verb", rr.Verb, "resource", rr.Resource.String(), "reason", reason, "err", refused.Err.Error())
+	ctrl.LoggerFrom(ctx).Info("refused by the API server", "teardown", klog.KObj(t), "verb", re.Verb, "resource", re.Resource.String(), "reason", reason, "err", re.Err.Error())
 	if setCondition(t, cond) {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Run", "%s", cond.Message)
 	}
@@ -591,7 +587,7 @@ func (r *Reconciler) releaseTrigger(ctx context.Context, t *v1alpha1.Teardown) e
 		return nil
 	}
 	if err := r.Client.Patch(ctx, trigger, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), runner.Refused(err, "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
+		return fmt.Errorf("releasing the trigger %s: %w", triggerName(t), refused.WrapKind(err, r.Client.RESTMapper(), "patch", trigger.GroupVersionKind(), trigger.Namespace, trigger.Name))
 	}
 	return nil
 }

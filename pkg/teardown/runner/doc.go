@@ -2,7 +2,8 @@
 // package teardown decides, the Runner gathers what the current step
 // selects (live reads) and takes the actions (each DELETE with the UID and
 // resourceVersion just read as preconditions). The teardown controller,
-// `teardown run` and SelfUninstall all use it.
+// `teardown run` and SelfUninstall all use it. A request the API server
+// refuses comes back as a *refused.Error (package refused) naming it.
 //
 // A process with a manager makes its Runner with ForManager (the
 // manager's client, reading through its API reader); one without, with

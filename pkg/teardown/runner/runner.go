@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
+	"github.com/teardown-dev/teardown/pkg/refused"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
@@ -73,28 +74,11 @@ type InvalidStepError struct {
 func (e *InvalidStepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
 func (e *InvalidStepError) Unwrap() error { return e.Err }
 
-// RefusedError is a request of the plan the API server refused
-// (Forbidden): RBAC denies the runner's user a right, or admission refused
-// it. It names the request, so that the caller can say which right is
-// missing (internal/rights) instead of retrying in silence.
-type RefusedError struct {
-	Verb      string
-	GVK       schema.GroupVersionKind
-	Namespace string // empty: cluster-wide
-	Name      string // empty: a list
-	Err       error
-}
-
-func (e *RefusedError) Error() string { return e.Err.Error() }
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Refused wraps err in a RefusedError when it is a Forbidden, else
-// returns it as it is.
-func Refused(err error, verb string, gvk schema.GroupVersionKind, namespace, name string) error {
-	if !apierrors.IsForbidden(err) {
-		return err
-	}
-	return &RefusedError{Verb: verb, GVK: gvk, Namespace: namespace, Name: name, Err: err}
+// refusal is err wrapped in a refused.Error naming the request (verb on
+// the object of kind gvk) when it is a Forbidden: the caller can say which
+// right is missing instead of retrying in silence.
+func (r *Runner) refusal(err error, verb string, gvk schema.GroupVersionKind, namespace, name string) error {
+	return refused.WrapKind(err, r.Client.RESTMapper(), verb, gvk, namespace, name)
 }
 
 func (r *Runner) now() time.Time {
@@ -238,7 +222,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s: %w", gvk.Kind, Refused(err, "list", gvk, sel.Namespace, ""))
+			return fmt.Errorf("listing %s: %w", gvk.Kind, r.refusal(err, "list", gvk, sel.Namespace, ""))
 		}
 		return nil
 	}
@@ -258,7 +242,7 @@ func (r *Runner) listOrGet(ctx context.Context, l client.ObjectList, gvk schema.
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, Refused(err, "get", gvk, sel.Namespace, sel.Name))
+		return fmt.Errorf("reading %s %s: %w", gvk.Kind, sel.Name, r.refusal(err, "get", gvk, sel.Namespace, sel.Name))
 	}
 	switch l := l.(type) {
 	case *unstructured.UnstructuredList:
@@ -315,40 +299,86 @@ type webhookConfig struct {
 
 // webhookConfigs lists the validating or mutating webhook configurations.
 func (r *Runner) webhookConfigs(ctx context.Context, gvk schema.GroupVersionKind) ([]webhookConfig, error) {
-	policy := func(p *admissionregistrationv1.FailurePolicyType) string {
-		if p == nil {
-			return string(admissionregistrationv1.Fail)
-		}
-		return string(*p)
-	}
-	var out []webhookConfig
+	var (
+		validating admissionregistrationv1.ValidatingWebhookConfigurationList
+		mutating   admissionregistrationv1.MutatingWebhookConfigurationList
+		list       client.ObjectList
+		what       string
+	)
 	switch gvk.Kind {
 	case "ValidatingWebhookConfiguration":
-		var l admissionregistrationv1.ValidatingWebhookConfigurationList
-		if err := r.Reader.List(ctx, &l); err != nil {
-			return nil, fmt.Errorf("listing validating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
-		}
-		for i := range l.Items {
-			c := webhookConfig{obj: &l.Items[i]}
-			for _, w := range l.Items[i].Webhooks {
-				c.hooks = append(c.hooks, teardown.Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
-			}
-			out = append(out, c)
-		}
+		list, what = &validating, "validating"
 	case "MutatingWebhookConfiguration":
-		var l admissionregistrationv1.MutatingWebhookConfigurationList
-		if err := r.Reader.List(ctx, &l); err != nil {
-			return nil, fmt.Errorf("listing mutating webhook configurations: %w", Refused(err, "list", gvk, "", ""))
+		list, what = &mutating, "mutating"
+	default:
+		return nil, nil
+	}
+	if err := r.Reader.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing %s webhook configurations: %w", what, r.refusal(err, "list", gvk, "", ""))
+	}
+	// One of the two lists is empty.
+	return append(configsOf(validating.Items, validatingHooks), configsOf(mutating.Items, mutatingHooks)...), nil
+}
+
+// hook is a webhook's name and its failurePolicy field, which configsOf
+// reads and ignoreFailures writes: alike in validating and mutating
+// webhooks, which are different types.
+type hook struct {
+	name   string
+	policy **admissionregistrationv1.FailurePolicyType
+}
+
+func validatingHooks(c *admissionregistrationv1.ValidatingWebhookConfiguration) []hook {
+	return hooksOf(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) hook { return hook{w.Name, &w.FailurePolicy} })
+}
+
+func mutatingHooks(c *admissionregistrationv1.MutatingWebhookConfiguration) []hook {
+	return hooksOf(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) hook { return hook{w.Name, &w.FailurePolicy} })
+}
+
+// hooksOf is the hook of each webhook of ws.
+func hooksOf[W any](ws []W, of func(*W) hook) []hook {
+	out := make([]hook, len(ws))
+	for i := range ws {
+		out[i] = of(&ws[i])
+	}
+	return out
+}
+
+// configsOf is each configuration of items with its webhooks' names and
+// failure policies.
+func configsOf[C any, PC interface {
+	*C
+	client.Object
+}](items []C, hooks func(PC) []hook) []webhookConfig {
+	out := make([]webhookConfig, 0, len(items))
+	for i := range items {
+		c := webhookConfig{obj: PC(&items[i])}
+		for _, h := range hooks(&items[i]) {
+			c.hooks = append(c.hooks, teardown.Webhook{Name: h.name, FailurePolicy: failurePolicy(*h.policy)})
 		}
-		for i := range l.Items {
-			c := webhookConfig{obj: &l.Items[i]}
-			for _, w := range l.Items[i].Webhooks {
-				c.hooks = append(c.hooks, teardown.Webhook{Name: w.Name, FailurePolicy: policy(w.FailurePolicy)})
-			}
-			out = append(out, c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// failurePolicy is p, or Fail when unset, as kube-apiserver defaults it.
+func failurePolicy(p *admissionregistrationv1.FailurePolicyType) string {
+	if p == nil {
+		return string(admissionregistrationv1.Fail)
+	}
+	return string(*p)
+}
+
+// ignoreFailures sets the failure policy of the hooks named in names to
+// Ignore.
+func ignoreFailures(hooks []hook, names []string) {
+	ignore := admissionregistrationv1.Ignore
+	for _, h := range hooks {
+		if slices.Contains(names, h.name) {
+			*h.policy = &ignore
 		}
 	}
-	return out, nil
 }
 
 // Do takes the actions in order. A DELETE carries the UID and
@@ -388,13 +418,12 @@ func (r *Runner) delete(ctx context.Context, a teardown.Action) error {
 		PropagationPolicy: &prop,
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %s: %w", o, Refused(err, "delete", obj.GroupVersionKind(), o.Namespace, o.Name))
+		return fmt.Errorf("deleting %s: %w", o, r.refusal(err, "delete", obj.GroupVersionKind(), o.Namespace, o.Name))
 	}
 	return err
 }
 
 func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
-	ignore := admissionregistrationv1.Ignore
 	key := client.ObjectKey{Name: a.Object.Name}
 	var obj client.Object
 	switch a.Object.Kind {
@@ -403,22 +432,14 @@ func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
 		if err := r.Reader.Get(ctx, key, c); err != nil {
 			return err
 		}
-		for i := range c.Webhooks {
-			if slices.Contains(a.Webhooks, c.Webhooks[i].Name) {
-				c.Webhooks[i].FailurePolicy = &ignore
-			}
-		}
+		ignoreFailures(validatingHooks(c), a.Webhooks)
 		obj = c
 	case "MutatingWebhookConfiguration":
 		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		if err := r.Reader.Get(ctx, key, c); err != nil {
 			return err
 		}
-		for i := range c.Webhooks {
-			if slices.Contains(a.Webhooks, c.Webhooks[i].Name) {
-				c.Webhooks[i].FailurePolicy = &ignore
-			}
-		}
+		ignoreFailures(mutatingHooks(c), a.Webhooks)
 		obj = c
 	default:
 		return fmt.Errorf("cannot inhibit %s", a.Object)
@@ -432,7 +453,7 @@ func (r *Runner) inhibit(ctx context.Context, a teardown.Action) error {
 			return err
 		}
 		gvk := schema.FromAPIVersionAndKind(a.Object.APIVersion, a.Object.Kind)
-		return fmt.Errorf("inhibiting %s: %w", a.Object, Refused(err, "update", gvk, "", a.Object.Name))
+		return fmt.Errorf("inhibiting %s: %w", a.Object, r.refusal(err, "update", gvk, "", a.Object.Name))
 	}
 	return nil
 }
@@ -469,7 +490,7 @@ func (r *Runner) Keep(ctx context.Context, plan string, keep []v1alpha1.ClusterL
 			},
 		}
 		if err := r.Client.Create(ctx, l); err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, Refused(err, "create", clusterLienKind, "", ""))
+			return false, fmt.Errorf("creating cluster lien %s: %w", l.Name, r.refusal(err, "create", clusterLienKind, "", ""))
 		}
 		return false, nil
 	}
@@ -494,7 +515,7 @@ func (r *Runner) Keep(ctx context.Context, plan string, keep []v1alpha1.ClusterL
 	}
 	if update {
 		if err := r.Client.Update(ctx, l); err != nil {
-			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, r.refusal(err, "update", clusterLienKind, "", l.Name))
 		}
 		return false, nil
 	}
@@ -592,7 +613,7 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s %s: %w", k.Kind, k.Name, Refused(err, "get", gvk, k.Namespace, k.Name))
+			return nil, fmt.Errorf("reading %s %s: %w", k.Kind, k.Name, r.refusal(err, "get", gvk, k.Namespace, k.Name))
 		}
 		return []metav1.PartialObjectMetadata{obj}, nil
 	}
@@ -610,7 +631,7 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("listing %s: %w", k.Kind, Refused(err, "list", gvk, k.Namespace, ""))
+		return nil, fmt.Errorf("listing %s: %w", k.Kind, r.refusal(err, "list", gvk, k.Namespace, ""))
 	}
 	for i := range l.Items {
 		l.Items[i].SetGroupVersionKind(gvk)
@@ -632,7 +653,7 @@ func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
 	if l.DeletionTimestamp.IsZero() {
 		uid := l.UID
 		if err := r.Client.Delete(ctx, l, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, Refused(err, "delete", clusterLienKind, "", l.Name))
+			return false, fmt.Errorf("deleting cluster lien %s: %w", l.Name, r.refusal(err, "delete", clusterLienKind, "", l.Name))
 		}
 	}
 	return false, nil
@@ -645,13 +666,15 @@ func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
 //
 // keepUntilDone is released at the end, not deleted: a run started by hand
 // (or by a Helm pre-delete hook, before Helm deletes anything) is no
-// uninstall that asked for the kept objects to go.
+// uninstall that asked for the kept objects to go. A plan without
+// keepUntilDone made no lien, and none is read: its user needs no right on
+// clusterliens, and teardown need not be installed.
 func (r *Runner) Run(ctx context.Context, name string, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, interval time.Duration, progress func(v1alpha1.TeardownStatus)) (v1alpha1.TeardownStatus, error) {
 	status, err := r.runSteps(ctx, name, spec, status, interval, progress)
 	if err != nil {
 		return status, err
 	}
-	if status.Phase == v1alpha1.PhaseSucceeded {
+	if status.Phase == v1alpha1.PhaseSucceeded && len(spec.KeepUntilDone) > 0 {
 		err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 			return r.Release(ctx, name)
 		})
@@ -713,7 +736,7 @@ func (r *Runner) handOver(ctx context.Context, plan string, holder v1alpha1.Clus
 		l.Spec.Mode, l.Spec.HeldBy = v1alpha1.LienModeDefer, []v1alpha1.ClusterLienTarget{holder}
 		l.Spec.Reason = "the plan of " + plan + " finished: kept until " + holder.Kind + " " + holder.Namespace + "/" + holder.Name + " is gone"
 		if err := r.Client.Update(ctx, l); err != nil {
-			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, Refused(err, "update", clusterLienKind, "", l.Name))
+			return false, fmt.Errorf("updating cluster lien %s: %w", l.Name, r.refusal(err, "update", clusterLienKind, "", l.Name))
 		}
 		return false, nil
 	}

@@ -16,28 +16,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/cli"
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
 // Env is the package's control plane and its clients.
 type Env struct {
+	cmdutil.Clientsets
 	Cfg        *rest.Config
 	Kubeconfig string
-	Kube       kubernetes.Interface
-	Dynamic    dynamic.Interface
-	Extensions apiextensions.Interface
 	// CacheDir is where built tools (helm) are kept.
 	CacheDir string
 }
@@ -74,16 +70,7 @@ func Main(m *testing.M, env **Env) {
 }
 
 func newEnv(c *localcluster.Cluster) (*Env, error) {
-	cfg := c.RESTConfig()
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ext, err := apiextensions.NewForConfig(cfg)
+	cs, err := cmdutil.NewClientsets(c.RESTConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +78,7 @@ func newEnv(c *localcluster.Cluster) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Cfg: cfg, Kubeconfig: c.KubeconfigPath(), Kube: kube, Dynamic: dyn, Extensions: ext, CacheDir: cache}, nil
+	return &Env{Clientsets: cs, Cfg: c.RESTConfig(), Kubeconfig: c.KubeconfigPath(), CacheDir: cache}, nil
 }
 
 // Run runs the teardown CLI with args against the control plane and
