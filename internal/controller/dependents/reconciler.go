@@ -241,6 +241,12 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 	if o, ok := r.w.cachedOwner(mapping.Resource, l.Namespace, l.Name); ok && o.UID == l.UID {
 		return ownerAlive, "", nil
 	}
+	// Not in the owners' cache: gone, or alive and not held by teardown
+	// yet (just linked), when it would not be seen go.
+	ownerReq := request{Owner: true, GVR: mapping.Resource, Namespace: l.Namespace, Name: l.Name}
+	if o, ok := r.w.recentlyRead(ownerReq); ok && o.UID == l.UID {
+		return ownerUnheld, "", nil
+	}
 	gone, err := r.gone.check(ctx, key, func() (bool, error) {
 		live, err := r.meta.Resource(mapping.Resource).Namespace(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
 		switch {
@@ -250,9 +256,13 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 			return false, fmt.Errorf("reading owner %s: %w", l, refusal(err, "get", mapping.Resource, l.Namespace, l.Name))
 		}
 		if live.UID == l.UID {
-			// Alive, but in no cache: teardown does not hold it
-			// (yet), and would not see it go. Hold it.
-			r.w.readLive(mapping.Resource, live)
+			// Hold it now, from this read (its other dependents
+			// share the read meanwhile); if that fails, its own
+			// request retries.
+			r.w.readLive(ownerReq, live)
+			if _, err := r.reconcileOwner(ctx, ownerReq); err != nil {
+				r.w.queue.Add(ownerReq)
+			}
 		}
 		return live.UID != l.UID, nil
 	})

@@ -112,12 +112,10 @@ func (w *watcher) wentWhileHeld(req request) bool {
 	return ok
 }
 
-// readLive records owner, just read live and not held, for the request
-// that holds it, and makes that request.
-func (w *watcher) readLive(gvr schema.GroupVersionResource, owner *metav1.PartialObjectMetadata) {
-	req := request{Owner: true, GVR: gvr, Namespace: owner.Namespace, Name: owner.Name}
+// readLive records owner, just read live and not held, for a moment: the
+// owner's other dependents and the request that holds it need no GET.
+func (w *watcher) readLive(req request, owner *metav1.PartialObjectMetadata) {
 	w.read.Add(req, owner, readTTL)
-	w.queue.Add(req)
 }
 
 // recentlyRead returns the owner req names if a check read it a moment ago.
