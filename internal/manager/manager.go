@@ -64,6 +64,9 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; "0" turns them off.
 	ProbeAddr string
+	// PprofAddr serves Go's /debug/pprof profiles; "0" or "" turns them
+	// off.
+	PprofAddr string
 	// LeaderElection makes replicas elect one active manager by a Lease in
 	// LeaderElectionNamespace.
 	LeaderElection          bool
@@ -100,6 +103,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
@@ -128,7 +132,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	meta, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+	meta, err := metacache.ForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}

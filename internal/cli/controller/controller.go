@@ -60,6 +60,7 @@ that fixes it.`,
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "burst of queries to kube-apiserver")
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" turns it off)`)
 	cmd.Flags().StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
+	cmd.Flags().StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, to see where memory and CPU go ("0" turns them off)`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica by a Lease")
 	cmd.Flags().StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", ns, "namespace of the leader-election Lease (default: $POD_NAMESPACE, else teardown-system)")
 	fs := flag.NewFlagSet("zap", flag.ContinueOnError)

@@ -18,11 +18,14 @@
 //     owners are not held at all.
 //
 // An owner teardown does not hold yet (just linked) is in no cache: the
-// first check of one of its dependents reads it live, the owner is then
-// held (finalizer and label, so the owners' informer sees it from then on,
-// and sees it go: an owner keeps the label while it is being deleted), and
-// the dependent is checked again. A live read found alive is shared with
-// the request that holds it; the dependents of one owner share that read.
+// first check of one of its dependents reads it live and holds it from
+// that read (finalizer and label, so the owners' informer sees it from then
+// on, and sees it go: an owner keeps the label while it is being deleted),
+// and the dependent is checked again shortly; its other dependents share
+// the read. The dependents listed when an informer starts are checked per
+// owner, not one by one: each of their links is one request (the queue
+// holds as many requests as there are owners), and only the dependents of
+// an owner found gone (or not served) are then reconciled.
 //
 // The kinds come from API discovery, repeated on an interval and whenever a
 // CustomResourceDefinition changes, so kinds installed later are found.

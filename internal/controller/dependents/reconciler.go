@@ -91,7 +91,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		o.MaxConcurrentReconciles = 4
 	}
 	if o.Cache == nil {
-		c, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+		c, err := metacache.ForConfig(mgr.GetConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -141,9 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 	}
 	var res reconcile.Result
 	var err error
-	if req.Owner {
+	switch {
+	case req.Owner:
 		res, err = r.reconcileOwner(ctx, req)
-	} else {
+	case req.Link != links.OwnerLink{}:
+		err = r.reconcileLink(ctx, req.Link)
+	default:
 		res, err = r.reconcileDependent(ctx, req)
 	}
 	if errors.Is(err, errCacheNotSynced) {
@@ -196,8 +199,27 @@ const (
 	ownerAlive   ownerState = iota // there, same UID (possibly being deleted)
 	ownerGone                      // 404 or another UID on a live GET
 	ownerUnknown                   // kind not served or link inconsistent: never collected
-	ownerUnheld                    // alive (a live GET), not held by teardown yet: looked at again
+	ownerUnheld                    // alive by a live GET, not (yet) in the owners' cache: looked at again
 )
+
+// reconcileLink checks the owner l names, once for the dependents listed at
+// start that link to it: alive in the owners' cache, they need nothing;
+// alive by a live read (just held, or being deleted), it is checked again
+// shortly; gone or unknown, each dependent is reconciled on its own.
+func (r *Reconciler) reconcileLink(ctx context.Context, l links.OwnerLink) error {
+	st, _, err := r.checkOwner(ctx, l)
+	switch {
+	case err != nil || st == ownerAlive:
+		return err
+	case st == ownerUnheld:
+		r.w.queue.AddAfter(request{Link: l}, unheldRecheck)
+		return nil
+	}
+	for _, d := range r.w.dependentsOf(string(l.UID)) {
+		r.w.queue.Add(d)
+	}
+	return nil
+}
 
 // unheldRecheck is when a dependent whose owner teardown does not hold yet
 // is checked again: by then the owner is held, and in the owners' cache.
@@ -258,10 +280,15 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 		if live.UID == l.UID {
 			// Hold it now, from this read (its other dependents
 			// share the read meanwhile); if that fails, its own
-			// request retries.
+			// request retries (and says why), and its dependents
+			// look again.
 			r.w.readLive(ownerReq, live)
-			if _, err := r.reconcileOwner(ctx, ownerReq); err != nil {
-				r.w.queue.Add(ownerReq)
+			if _, perr := links.PolicyOf(live); perr == nil && live.DeletionTimestamp == nil {
+				// (Being deleted, it can take no finalizer: its
+				// dependents look again until it is gone.)
+				if err := r.holdOwner(ctx, ownerReq, live); err != nil {
+					r.w.queue.Add(ownerReq)
+				}
 			}
 		}
 		return live.UID != l.UID, nil
@@ -270,7 +297,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, l links.OwnerLink) (ownerSt
 		return 0, "", err
 	}
 	if !gone {
-		return ownerUnheld, "", nil // looked at again, by when it is held
+		return ownerUnheld, "", nil
 	}
 	r.w.seenGone(l.UID)
 	return ownerGone, "", nil

@@ -29,6 +29,10 @@ type request struct {
 	GVR       schema.GroupVersionResource
 	Namespace string
 	Name      string
+	// Link, set alone, asks for the owner a link names to be checked once
+	// for all the dependents listed at start that carry it: the queue
+	// holds one request per owner, not one per dependent.
+	Link links.OwnerLink
 }
 
 const ownerUIDIndex = "teardown.dev/owner-uid"
@@ -112,8 +116,10 @@ func (w *watcher) wentWhileHeld(req request) bool {
 	return ok
 }
 
-// readLive records owner, just read live and not held, for a moment: the
-// owner's other dependents and the request that holds it need no GET.
+// readLive records owner, just read live and not in the owners' cache,
+// for a moment: the owner's other dependents and the request that holds
+// it need no GET. It only ever makes a dependent look again: an event of
+// the owners' informer forgets it.
 func (w *watcher) readLive(req request, owner *metav1.PartialObjectMetadata) {
 	w.read.Add(req, owner, readTTL)
 }
@@ -406,9 +412,13 @@ func (w *watcher) dependentHandler(gvr schema.GroupVersionResource) cache.Resour
 			w.enqueueOwnerByUID(l)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			enqueue(obj)
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if initial {
+				w.enqueueLinks(gvr, obj)
+			} else {
+				enqueue(obj)
+			}
 			owners(obj)
 		},
 		UpdateFunc: func(old, obj any) {
@@ -421,6 +431,25 @@ func (w *watcher) dependentHandler(gvr schema.GroupVersionResource) cache.Resour
 		// A deleted dependent may be the last one a Foreground owner waits
 		// for, or the last one an owner holds the finalizer for.
 		DeleteFunc: owners,
+	}
+}
+
+// enqueueLinks asks, for a dependent listed when its informer starts, for
+// each owner it links to to be checked (one request per owner, however
+// many dependents link to it); a dependent whose links cannot be read is
+// itself reconciled, to report them.
+func (w *watcher) enqueueLinks(gvr schema.GroupVersionResource, obj any) {
+	m := metaOf(obj)
+	if m == nil {
+		return
+	}
+	ls, err := links.Owners(m)
+	if err != nil {
+		w.queue.Add(request{GVR: gvr, Namespace: m.Namespace, Name: m.Name})
+		return
+	}
+	for _, l := range ls {
+		w.queue.Add(request{Link: l})
 	}
 }
 
@@ -468,9 +497,14 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 			w.queue.Add(r)
 		}
 	}
+	// The informer knows better than a live read made before its event.
+	fresh := func(m *metav1.PartialObjectMetadata) {
+		w.read.Remove(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name})
+	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if m := metaOf(obj); m != nil {
+				fresh(m)
 				self(m)
 			}
 		},
@@ -479,6 +513,7 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 			if m == nil {
 				return
 			}
+			fresh(m)
 			self(m)
 			if m.DeletionTimestamp != nil {
 				deps(m)
@@ -489,6 +524,7 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 			if m == nil {
 				return
 			}
+			fresh(m)
 			// Leaving a selector is not always being deleted (a policy
 			// label removed, an owner released while alive): the
 			// reconciler's live GET tells them apart. An owner keeps

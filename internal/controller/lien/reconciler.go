@@ -76,7 +76,7 @@ type Options struct {
 // Setup registers the Lien and ClusterLien controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Cache == nil {
-		c, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+		c, err := metacache.ForConfig(mgr.GetConfig())
 		if err != nil {
 			return err
 		}

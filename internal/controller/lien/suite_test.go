@@ -55,7 +55,7 @@ func startControllerAs(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if shared, err = metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient()); err != nil {
+	if shared, err = metacache.ForConfig(mgr.GetConfig()); err != nil {
 		return err
 	}
 	if err := mgr.Add(shared); err != nil {

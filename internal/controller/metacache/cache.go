@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -232,20 +231,17 @@ func Object(obj any) *metav1.PartialObjectMetadata {
 	return m
 }
 
-// ForConfig returns a cache on a metadata client of cfg (and httpClient,
-// if not nil, so that it shares the manager's connections). Watching every
+// ForConfig returns a cache on a metadata client of cfg, uncompressed.
+// Watching every
 // kind lists deprecated ones too (v1 Endpoints): their warnings say
 // nothing about teardown, so the client drops them.
-func ForConfig(cfg *rest.Config, httpClient *http.Client) (*Cache, error) {
+func ForConfig(cfg *rest.Config) (*Cache, error) {
 	rc := rest.CopyConfig(cfg)
 	rc.WarningHandler = rest.NoWarnings{}
-	if httpClient == nil {
-		var err error
-		if httpClient, err = rest.HTTPClientFor(rc); err != nil {
-			return nil, fmt.Errorf("creating the metadata client: %w", err)
-		}
-	}
-	md, err := metadata.NewForConfigAndClient(rc, httpClient)
+	// Each gzip-encoded watch holds a decompressor (about 45 KiB) for as
+	// long as it runs, one per informer: more than the metadata it carries.
+	rc.DisableCompression = true
+	md, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata client: %w", err)
 	}

@@ -53,7 +53,7 @@ func TestUsersOfOneKeyShareOneInformer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := ForConfig(cfg, nil)
+	c, err := ForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestUsersOfOneKeyShareOneInformer(t *testing.T) {
 func TestKeysWithOtherSelectorsAreOtherInformers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := ForConfig(cfg, nil)
+	c, err := ForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("indexing teardowns by trigger: %w", err)
 	}
 	if o.Cache == nil {
-		c, err := metacache.ForConfig(mgr.GetConfig(), mgr.GetHTTPClient())
+		c, err := metacache.ForConfig(mgr.GetConfig())
 		if err != nil {
 			return err
 		}
