@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/install"
@@ -29,6 +31,9 @@ var (
 var planeOptions = localcluster.Options{Controllers: []string{"namespace"}}
 
 func TestMain(m *testing.M) {
+	// The driver's clients log nothing worth reading; set, so that a client
+	// made after 30 s (a scenario's control plane) does not warn.
+	ctrl.SetLogger(logr.Discard())
 	kit.Main(m, planeOptions, func(c *localcluster.Cluster) error {
 		p, err := connect(c)
 		if err != nil {
