@@ -6,12 +6,12 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 )
 
 // WidgetGVR is the resource of Widgets, the benchmarks' custom resource: a
@@ -21,11 +21,7 @@ var WidgetGVR = schema.GroupVersionResource{Group: "bench.teardown.dev", Version
 // InstallWidgets creates the Widget CustomResourceDefinition and waits
 // until Widgets are served.
 func InstallWidgets(ctx context.Context, cfg *rest.Config) error {
-	apiext, err := apiextclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	cs, err := cmdutil.NewClientsets(cfg)
 	if err != nil {
 		return err
 	}
@@ -40,11 +36,11 @@ func InstallWidgets(ctx context.Context, cfg *rest.Config) error {
 			}},
 		},
 	}
-	if _, err := apiext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.Extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the Widget CRD: %w", err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(WidgetGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := cs.Dynamic.Resource(WidgetGVR).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	}); err != nil {
 		return fmt.Errorf("waiting for widgets to serve: %w", err)
