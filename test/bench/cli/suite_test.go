@@ -8,7 +8,6 @@ import (
 	"os"
 	"testing"
 
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,7 +21,6 @@ var (
 	cfg        *rest.Config // the driver's: unthrottled, its own user agent
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
-	apiext     apiextclient.Interface
 	audit      *kit.Audit
 	kubeconfig string // the admin kubeconfig both arms use
 	teardown   string // the built binary
@@ -48,7 +46,6 @@ func TestMain(m *testing.M) {
 		cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, driverAgent
 		kube = kubernetes.NewForConfigOrDie(cfg)
 		dyn = dynamic.NewForConfigOrDie(cfg)
-		apiext = apiextclient.NewForConfigOrDie(cfg)
 		kubeconfig = c.KubeconfigPath()
 		if teardown, err = kit.BuildTeardown(dir); err != nil {
 			return err

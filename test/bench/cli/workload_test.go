@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,8 +35,6 @@ const (
 	orphanedHelm = 10 // cluster-scoped objects of a release whose namespace is gone
 	workers      = 32 // concurrent creations
 )
-
-var widgetGVR = schema.GroupVersionResource{Group: "bench.teardown.dev", Version: "v1", Resource: "widgets"}
 
 // share is one kind's part of the namespace's objects, in per mille.
 type share struct {
@@ -110,7 +107,7 @@ func workload(owners []metav1.OwnerReference) []share {
 				"metadata": map[string]any{"name": fmt.Sprintf("widget-%05d", i), "finalizers": []any{widgetFin}},
 				"spec":     map[string]any{"size": int64(i % 7)},
 			}}
-			_, err := dyn.Resource(widgetGVR).Namespace(benchNS).Create(ctx, w, metav1.CreateOptions{FieldManager: "widget-operator"})
+			_, err := dyn.Resource(kit.WidgetGVR).Namespace(benchNS).Create(ctx, w, metav1.CreateOptions{FieldManager: "widget-operator"})
 			return err
 		}},
 	}
@@ -118,32 +115,13 @@ func workload(owners []metav1.OwnerReference) []share {
 
 func app(i int) string        { return fmt.Sprintf("app-%03d", i%appOwners) }
 func secretName(i int) string { return fmt.Sprintf("credentials-%05d", i) }
-func widgetsCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.bench.teardown.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "bench.teardown.dev", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}},
-			}},
-		},
-	}
-}
 
 // populate creates the namespace with about total objects and returns how
 // many it created in it, by kind.
 func populate(tb testing.TB, ctx context.Context, total int) (map[string]int, error) {
 	started := time.Now()
-	if _, err := apiext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetsCRD(), metav1.CreateOptions{}); err != nil {
+	if err := kit.InstallWidgets(ctx, cfg); err != nil {
 		return nil, err
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(widgetGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	}); err != nil {
-		return nil, fmt.Errorf("waiting for widgets to serve: %w", err)
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}, metav1.CreateOptions{}); err != nil {
 		return nil, err

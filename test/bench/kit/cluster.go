@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/teardown-dev/teardown/localcluster"
@@ -63,4 +64,24 @@ func Env(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// EnvList reads a comma-separated list of positive integer sizes from the
+// environment, def when unset or when one of them is not one:
+// BENCH_MEMORY_SIZES=10000,200000.
+func EnvList(name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "%s=%q is not a list of positive integers; using %v\n", name, v, def)
+			return def
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -3,7 +3,8 @@ package kit
 import (
 	"fmt"
 	"image/color"
-	"sort"
+	"maps"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,9 +19,29 @@ type Axes struct {
 	Title, X, Y string
 }
 
-// PlotLines draws one line per series (in name order, the second dashed)
-// to an SVG file.
+// Series is one plotted line and how it is drawn.
+type Series struct {
+	Name   string
+	Points []Point
+	Color  int  // index into the palette: blue, red, green
+	Dashed bool // for a second line of one colour, or a second arm
+	Marked bool // a dot at each point: the measured ones, where a line joins a few
+}
+
+var palette = []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}}
+
+// PlotLines draws one line per series (in name order, each in a colour of
+// its own, the second dashed) to an SVG file.
 func PlotLines(path string, axes Axes, series map[string][]Point) error {
+	lines := make([]Series, 0, len(series))
+	for i, name := range slices.Sorted(maps.Keys(series)) {
+		lines = append(lines, Series{Name: name, Points: series[name], Color: i, Dashed: i == 1})
+	}
+	return Plot(path, axes, lines)
+}
+
+// Plot draws lines, in order and each as it says, to an SVG file.
+func Plot(path string, axes Axes, lines []Series) error {
 	p := plot.New()
 	p.Title.Text = axes.Title
 	p.X.Label.Text = axes.X
@@ -29,28 +50,29 @@ func PlotLines(path string, axes Axes, series map[string][]Point) error {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
-	names := make([]string, 0, len(series))
-	for name := range series {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	colors := []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}}
-	for i, name := range names {
-		pts := make(plotter.XYs, 0, len(series[name]))
-		for _, s := range series[name] {
-			pts = append(pts, plotter.XY{X: s.X, Y: s.Y})
+	for _, s := range lines {
+		pts := make(plotter.XYs, 0, len(s.Points))
+		for _, pt := range s.Points {
+			pts = append(pts, plotter.XY{X: pt.X, Y: pt.Y})
 		}
-		l, err := plotter.NewLine(pts)
+		l, dots, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return fmt.Errorf("plotting %s: %w", name, err)
+			return fmt.Errorf("plotting %s: %w", s.Name, err)
 		}
-		l.Color = colors[i%len(colors)]
+		c := palette[s.Color%len(palette)]
+		l.Color = c
 		l.Width = vg.Points(1.5)
-		if i == 1 {
+		if s.Dashed {
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
 		p.Add(l)
-		p.Legend.Add(name, l)
+		if s.Marked {
+			dots.GlyphStyle.Color = c
+			p.Add(dots)
+			p.Legend.Add(s.Name, l, dots)
+		} else {
+			p.Legend.Add(s.Name, l)
+		}
 	}
 	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -8,16 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/teardown-dev/teardown/api/v1alpha1"
-	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/test/bench/kit"
 )
 
@@ -30,11 +25,11 @@ const (
 	armKCM          arm = "kube-controller-manager, garbagecollector only"
 )
 
+// compared are the two processes the tables and plots set side by side.
+var compared = []arm{armKCM, armTeardown}
+
 const (
-	ownersPerNamespace = 10
-	protectedLabel     = "bench.teardown.dev/protected"
-	protectedCount     = 10
-	mib                = 1 << 20
+	mib = 1 << 20
 	// gctrace makes the Go runtime log each collection's live heap.
 	gctrace = "GODEBUG=gctrace=1"
 )
@@ -50,115 +45,221 @@ type result struct {
 	timeline []Sample
 }
 
+// set is one scenario measured at one size: every repetition of each arm.
+type set struct {
+	scenario scenario
+	objects  int
+	results  map[arm][]result
+}
+
+// String names the set in a table row: its size, then its scenario's label.
+func (s set) String() string { return fmt.Sprint(s.objects) + s.scenario.suffix() }
+
 var ran sync.Once
 
 // BenchmarkMemory is the comparison. It runs once whatever b.N is: each
 // repetition runs every arm (the first one rotating), first with none of
-// the benchmark's objects, then with BENCH_MEMORY_OBJECTS of them.
+// the benchmark's objects, then with BENCH_MEMORY_OBJECTS of them in each
+// scenario, and at each of BENCH_MEMORY_SIZES in the first one.
 func BenchmarkMemory(b *testing.B) {
 	ran.Do(func() { compare(b) })
 }
 
 func compare(b *testing.B) {
-	objects := kit.Env("BENCH_MEMORY_OBJECTS", 50000)
 	nss := kit.Env("BENCH_MEMORY_NAMESPACES", 50)
+	perNamespace := func(objects int) int { return (objects + nss - 1) / nss }
+	perNS := perNamespace(kit.Env("BENCH_MEMORY_OBJECTS", 50000))
+	var sizes []int // dependents per namespace, ascending, perNS among them
+	for _, n := range kit.EnvList("BENCH_MEMORY_SIZES", nil) {
+		sizes = append(sizes, perNamespace(n))
+	}
+	sizes = slices.Compact(slices.Sorted(slices.Values(append(sizes, perNS))))
 	dataBytes := kit.Env("BENCH_MEMORY_DATA_BYTES", 256)
+	largeBytes := kit.Env("BENCH_MEMORY_LARGE_DATA_BYTES", 4096)
 	reps := kit.Env("BENCH_REPS", 3)
-	perNS := (objects + nss - 1) / nss
-	objects = perNS * nss
-	fmt.Fprintf(os.Stderr, "memory: %d ConfigMaps (%d namespaces × %d, %d data bytes each), %d repetitions\n", objects, nss, perNS, dataBytes, reps)
+	fmt.Fprintf(os.Stderr, "memory: %d namespaces × %v ConfigMaps each, %d repetitions\n", nss, sizes, reps)
+
+	configMaps := scenario{name: "configmaps", owner: configMapOwners, dataBytes: dataBytes, arms: []arm{armKCM, armTeardown, armTeardownDeps}}
+	others := []scenario{
+		{name: "widgets", label: "owned by Widgets (a custom resource)", owner: widgetOwners, dataBytes: dataBytes, arms: compared},
+		{name: "large", label: fmt.Sprintf("%d data bytes and Helm's labels and annotations each", largeBytes), owner: configMapOwners, dataBytes: largeBytes, helm: true, arms: compared},
+	}
 
 	baseline := map[arm][]result{}
 	for rep := range reps {
-		for _, a := range rotate([]arm{armKCM, armTeardown}, rep) {
-			r := measure(b, a, 0, false, fmt.Sprintf("r%d-empty", rep))
+		for _, a := range rotate(compared, rep) {
+			r := measure(b, first, a, 0, false, fmt.Sprintf("r%d-empty", rep))
 			report(rep, a, 0, r)
 			baseline[a] = append(baseline[a], r)
 		}
 	}
+	// The other scenarios first, each on a control plane of its own; then
+	// the sizes, added to one another, on the package's.
+	var sets []set
+	for _, sc := range others {
+		sets = append(sets, runAlone(b, sc, nss, perNS, reps)...)
+	}
+	sweep := run(b, populate(b, first, configMaps, nss), sizes, reps)
+	headline := sweep[slices.Index(sizes, perNS)]
+	sets = append(sweep, sets...)
 
-	started := time.Now()
-	create(b, nss, perNS, dataBytes)
-	fmt.Fprintf(os.Stderr, "memory: created %d ConfigMaps and a Lien in %v\n", objects+nss*ownersPerNamespace+1, time.Since(started).Round(time.Second))
+	tables(baseline, sets, reps)
+	b0t, b0k := median(baseline[armTeardown], rss), median(baseline[armKCM], rss)
+	fT, fK := median(headline.results[armTeardown], rss), median(headline.results[armKCM], rss)
+	b.ReportMetric(kit.Ratio(fT, fK), "rss-ratio")
+	b.ReportMetric((fT-b0t)/float64(headline.objects), "teardown-B/object")
+	b.ReportMetric((fK-b0k)/float64(headline.objects), "kcm-B/object")
 
-	full := map[arm][]result{}
-	arms := []arm{armKCM, armTeardown, armTeardownDeps}
-	for rep := range reps {
-		for _, a := range rotate(arms, rep) {
-			r := measure(b, a, objects, true, fmt.Sprintf("r%d-full", rep))
-			report(rep, a, objects, r)
-			full[a] = append(full[a], r)
+	if out := os.Getenv("BENCH_PLOT_DIR"); out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := plots(out, baseline, headline, sweep); err != nil {
+			b.Fatal(err)
 		}
 	}
+}
 
-	med := func(rs []result, f func(result) int64) float64 {
-		var xs []float64
-		for _, r := range rs {
-			xs = append(xs, float64(f(r)))
-		}
-		return kit.Median(xs)
+// rss and live are the two numbers compared: the RSS after the periodic
+// collection (once settled, for the baseline) and the live heap.
+func rss(r result) int64  { return r.steady }
+func live(r result) int64 { return r.live }
+
+func median(rs []result, of func(result) int64) float64 {
+	var xs []float64
+	for _, r := range rs {
+		xs = append(xs, float64(of(r)))
 	}
-	steady := func(r result) int64 { return r.steady }
-	live := func(r result) int64 { return r.live }
+	return kit.Median(xs)
+}
+
+// tables prints the comparison, then each set's processes.
+func tables(baseline map[arm][]result, sets []set, reps int) {
 	for _, c := range []struct {
 		title string
 		of    func(result) int64
 	}{
-		{"Resident memory (RSS) with the caches synced: baseline once settled, with objects after the runtime's periodic GC", steady},
+		{"Resident memory (RSS) with the caches synced: baseline once settled, with objects after the runtime's periodic GC", rss},
 		{"Live Go heap (GODEBUG=gctrace=1): baseline at the last GC, with objects at the periodic GC", live},
 	} {
 		t := kit.Table{
 			Title:  fmt.Sprintf("%s (median of %d)", c.title, reps),
 			Header: []string{"ConfigMaps watched", "teardown controller", "kube-controller-manager, garbagecollector only", "ratio (goal ≤ 0.5)"},
 		}
-		b0t, b0k := med(baseline[armTeardown], c.of), med(baseline[armKCM], c.of)
-		fT, fK := med(full[armTeardown], c.of), med(full[armKCM], c.of)
+		b0t, b0k := median(baseline[armTeardown], c.of), median(baseline[armKCM], c.of)
 		t.Add("none of the benchmark's (baseline)", mibs(b0t), mibs(b0k), kit.Ratio(b0t, b0k))
-		t.Add(objects, mibs(fT), mibs(fK), kit.Ratio(fT, fK))
-		t.Add("added per 1,000 objects", kibs((fT-b0t)/float64(objects)*1000), kibs((fK-b0k)/float64(objects)*1000), kit.Ratio(fT-b0t, fK-b0k))
+		for _, s := range sets {
+			fT, fK := median(s.results[armTeardown], c.of), median(s.results[armKCM], c.of)
+			t.Add(s, mibs(fT), mibs(fK), kit.Ratio(fT, fK))
+			t.Add("added per 1,000 objects", kibs((fT-b0t)/float64(s.objects)*1000), kibs((fK-b0k)/float64(s.objects)*1000), kit.Ratio(fT-b0t, fK-b0k))
+		}
 		t.Write(os.Stdout)
 	}
-	b0t, b0k := med(baseline[armTeardown], steady), med(baseline[armKCM], steady)
-	fT, fK := med(full[armTeardown], steady), med(full[armKCM], steady)
-	b.ReportMetric(kit.Ratio(fT, fK), "rss-ratio")
-	b.ReportMetric((fT-b0t)/float64(objects), "teardown-B/object")
-	b.ReportMetric((fK-b0k)/float64(objects), "kcm-B/object")
-
-	d := kit.Table{
-		Title:  fmt.Sprintf("Each process with %d ConfigMaps (median of %d)", objects, reps),
-		Header: []string{"process", "RSS settled after the sync", "RSS after the periodic GC", "peak RSS (VmHWM)", "Go heap in use", "live heap (periodic GC)", "start to caches synced"},
-	}
-	for _, a := range []arm{armTeardown, armTeardownDeps, armKCM} {
-		rs := full[a]
-		var syncs []float64
-		for _, r := range rs {
-			syncs = append(syncs, r.synced.Seconds())
+	for _, s := range sets {
+		d := kit.Table{
+			Title:  fmt.Sprintf("Each process with %d ConfigMaps%s (median of %d)", s.objects, s.scenario.suffix(), reps),
+			Header: []string{"process", "RSS settled after the sync", "RSS after the periodic GC", "peak RSS (VmHWM)", "Go heap in use", "live heap (periodic GC)", "start to caches synced"},
 		}
-		d.Add(a, mibs(med(rs, func(r result) int64 { return r.settled })), mibs(med(rs, steady)), mibs(med(rs, func(r result) int64 { return r.peak })),
-			mibs(med(rs, func(r result) int64 { return r.heap })), mibs(med(rs, live)), fmt.Sprintf("%ss", kit.Num(kit.Median(syncs))))
+		for _, a := range []arm{armTeardown, armTeardownDeps, armKCM} {
+			rs, ok := s.results[a]
+			if !ok {
+				continue
+			}
+			var syncs []float64
+			for _, r := range rs {
+				syncs = append(syncs, r.synced.Seconds())
+			}
+			d.Add(a, mibs(median(rs, func(r result) int64 { return r.settled })), mibs(median(rs, rss)), mibs(median(rs, func(r result) int64 { return r.peak })),
+				mibs(median(rs, func(r result) int64 { return r.heap })), mibs(median(rs, live)), fmt.Sprintf("%ss", kit.Num(kit.Median(syncs))))
+		}
+		d.Write(os.Stdout)
 	}
-	d.Write(os.Stdout)
+}
 
-	if out := os.Getenv("BENCH_PLOT_DIR"); out != "" {
-		series := map[string][]kit.Point{}
-		for _, a := range []arm{armTeardown, armKCM} {
-			for _, s := range medianRun(full[a]).timeline {
-				series[string(a)] = append(series[string(a)], kit.Point{X: s.T.Seconds(), Y: float64(s.RSS) / mib})
+// plots writes, into out, the RSS of both processes from their start at
+// the headline size, and, when the sweep has more than one size, their
+// RSS and live heap against the number of ConfigMaps.
+func plots(out string, baseline map[arm][]result, headline set, sweep []set) error {
+	series := map[string][]kit.Point{}
+	for _, a := range compared {
+		for _, s := range medianRun(headline.results[a]).timeline {
+			series[string(a)] = append(series[string(a)], kit.Point{X: s.T.Seconds(), Y: float64(s.RSS) / mib})
+		}
+	}
+	path := filepath.Join(out, "memory-rss.svg")
+	if err := kit.PlotLines(path, kit.Axes{
+		Title: fmt.Sprintf("Resident memory from process start, %d ConfigMaps watched", headline.objects),
+		X:     "seconds since the process started",
+		Y:     "RSS (MiB)",
+	}, series); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "memory: wrote %s\n", path)
+	if len(sweep) < 2 {
+		return nil
+	}
+	var lines []kit.Series
+	for i, a := range compared {
+		for _, q := range []struct {
+			name string
+			of   func(result) int64
+		}{{"RSS", rss}, {"live heap", live}} {
+			l := kit.Series{Name: fmt.Sprintf("%s: %s", a, q.name), Color: i, Dashed: q.name != "RSS", Marked: true,
+				Points: []kit.Point{{X: 0, Y: median(baseline[a], q.of) / mib}}}
+			for _, s := range sweep {
+				l.Points = append(l.Points, kit.Point{X: float64(s.objects), Y: median(s.results[a], q.of) / mib})
+			}
+			lines = append(lines, l)
+		}
+	}
+	path = filepath.Join(out, "memory-objects.svg")
+	if err := kit.Plot(path, kit.Axes{
+		Title: "Memory with the caches synced against the ConfigMaps watched (medians; 0 is the baseline)",
+		X:     "ConfigMaps watched",
+		Y:     "MiB",
+	}, lines); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "memory: wrote %s\n", path)
+	return nil
+}
+
+// runAlone measures sc at one size on a control plane of its own, stopped
+// after.
+func runAlone(b *testing.B, sc scenario, nss, perNS, reps int) []set {
+	b.Helper()
+	p, err := startPlane(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := p.Stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	return run(b, populate(b, p, sc, nss), []int{perNS}, reps)
+}
+
+// run measures every arm of pop's scenario at each size (dependents per
+// namespace, ascending), growing pop from one to the next.
+func run(b *testing.B, pop *population, sizes []int, reps int) []set {
+	b.Helper()
+	var sets []set
+	for _, perNS := range sizes {
+		started := time.Now()
+		pop.grow(b, perNS)
+		s := set{scenario: pop.sc, objects: perNS * pop.nss, results: map[arm][]result{}}
+		fmt.Fprintf(os.Stderr, "memory: %s: %d ConfigMaps created in %v\n", pop.sc.name, s.objects, time.Since(started).Round(time.Second))
+		for rep := range reps {
+			for _, a := range rotate(pop.sc.arms, rep) {
+				r := measure(b, pop.p, a, s.objects, true, fmt.Sprintf("%s-%d-r%d", pop.sc.name, s.objects, rep))
+				report(rep, a, s.objects, r)
+				s.results[a] = append(s.results[a], r)
 			}
 		}
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		path := filepath.Join(out, "memory-rss.svg")
-		if err := kit.PlotLines(path, kit.Axes{
-			Title: fmt.Sprintf("Resident memory from process start, %d ConfigMaps watched", objects),
-			X:     "seconds since the process started",
-			Y:     "RSS (MiB)",
-		}, series); err != nil {
-			b.Fatal(err)
-		}
-		fmt.Fprintf(os.Stderr, "memory: wrote %s\n", path)
+		sets = append(sets, s)
 	}
+	return sets
 }
 
 func rotate(arms []arm, rep int) []arm {
@@ -210,10 +311,10 @@ type process struct {
 	synced func(m kit.Metrics, log []byte) bool
 }
 
-func start(b *testing.B, a arm, objects int, id string) process {
+func start(b *testing.B, p *plane, a arm, objects int, id string) process {
 	b.Helper()
 	if a == armKCM {
-		g, err := startGCOnly(id)
+		g, err := startGCOnly(p, id)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -229,11 +330,11 @@ func start(b *testing.B, a arm, objects int, id string) process {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &kit.Controller{Bin: teardown, Kubeconfig: cluster.KubeconfigPath(), Log: filepath.Join(workDir, "teardown-"+id+".log"),
+	c := &kit.Controller{Bin: teardown, Kubeconfig: p.KubeconfigPath(), Log: filepath.Join(p.dir, "teardown-"+id+".log"),
 		Args: []string{"--metrics-bind-address=" + addr}, Env: []string{gctrace}}
 	if a == armTeardownDeps {
 		c.Args = append(c.Args, "--disable-controllers=lien,teardown")
-		c.Log = filepath.Join(workDir, "teardown-deps-"+id+".log")
+		c.Log = filepath.Join(p.dir, "teardown-deps-"+id+".log")
 	}
 	if err := c.Start(); err != nil {
 		b.Fatal(err)
@@ -260,9 +361,9 @@ func start(b *testing.B, a arm, objects int, id string) process {
 // collection (two minutes after the last one), so that the live heap is
 // the steady one and not a moment of the initial list, and takes the RSS
 // of the 10 s after it. Then it stops the process.
-func measure(b *testing.B, a arm, objects int, forcedGC bool, id string) result {
+func measure(b *testing.B, pl *plane, a arm, objects int, forcedGC bool, id string) result {
 	b.Helper()
-	p := start(b, a, objects, id)
+	p := start(b, pl, a, objects, id)
 	defer p.stop()
 	ctx := context.Background()
 	began := time.Now()
@@ -365,81 +466,3 @@ func readLog(b *testing.B, path string) []byte {
 	}
 	return log
 }
-
-// create makes nss namespaces, each with ownersPerNamespace owner
-// ConfigMaps and perNS dependents. Each dependent has one native
-// ownerReference (to an owner in its namespace: the built-in collector's
-// edge) and one teardown owner link (to the owner of the same index in the
-// next namespace: teardown's cross-namespace edge). In the first namespace
-// a Lien held by a ConfigMap protects protectedCount dependents, so the
-// lien controller watches ConfigMaps as well.
-func create(b *testing.B, nss, perNS, dataBytes int) {
-	ctx := context.Background()
-	ns := func(i int) string { return fmt.Sprintf("mem-%d", i%nss) }
-	parallel(b, nss, func(i int) error {
-		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns(i)}}, metav1.CreateOptions{})
-		return err
-	})
-	owners := make([]*corev1.ConfigMap, nss*ownersPerNamespace)
-	parallel(b, len(owners), func(i int) error {
-		o, err := kube.CoreV1().ConfigMaps(ns(i/ownersPerNamespace)).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%d", i%ownersPerNamespace), Labels: map[string]string{"app.kubernetes.io/name": "bench-memory-owner"}},
-			Data:       map[string]string{"config.yaml": payload(dataBytes)},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		o.APIVersion, o.Kind = "v1", "ConfigMap"
-		owners[i] = o
-		return nil
-	})
-	owner := func(nsIdx, j int) *corev1.ConfigMap {
-		return owners[(nsIdx%nss)*ownersPerNamespace+j%ownersPerNamespace]
-	}
-	parallel(b, nss*perNS, func(i int) error {
-		n, j := i/perNS, i%perNS
-		native := owner(n, j)
-		meta := metav1.ObjectMeta{
-			Name:      fmt.Sprintf("dep-%d", j),
-			Namespace: ns(n),
-			Labels:    map[string]string{"app.kubernetes.io/name": "bench-memory", "app.kubernetes.io/instance": fmt.Sprintf("owner-%d", j%ownersPerNamespace)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "ConfigMap", Name: native.Name, UID: native.UID,
-			}},
-		}
-		if n == 0 && j < protectedCount {
-			meta.Labels[protectedLabel] = "true"
-		}
-		if err := links.SetOwner(&meta, owner(n+1, j)); err != nil {
-			return err
-		}
-		_, err := kube.CoreV1().ConfigMaps(meta.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"config.yaml": payload(dataBytes)}}, metav1.CreateOptions{})
-		return err
-	})
-	holder, err := kube.CoreV1().ConfigMaps(ns(0)).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "holder"}}, metav1.CreateOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l := &v1alpha1.Lien{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns(0), Name: "keep"},
-		Spec: v1alpha1.LienSpec{
-			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{protectedLabel: "true"}}}},
-			HeldBy:  []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: holder.Name}},
-			Reason:  "the memory benchmark keeps these while the holder exists",
-		},
-	}
-	if err := k.Create(ctx, l); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// payload is a ConfigMap value of about n bytes that reads like a config file.
-func payload(n int) string {
-	var s strings.Builder
-	for i := 0; s.Len() < n; i++ {
-		fmt.Fprintf(&s, "setting-%03d: value-%03d\n", i, i)
-	}
-	return s.String()
-}
-
-func parallel(b *testing.B, n int, f func(i int) error) { kit.Parallel(b, 32, n, f) }

@@ -24,13 +24,13 @@ type gcOnly struct {
 	log     string
 }
 
-func startGCOnly(id string) (*gcOnly, error) {
+func startGCOnly(p *plane, id string) (*gcOnly, error) {
 	addr, err := kit.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	dir := filepath.Join(workDir, "kcm-"+id)
+	dir := filepath.Join(p.dir, "kcm-"+id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func startGCOnly(id string) (*gcOnly, error) {
 	}
 	defer log.Close()
 	g.cmd = exec.Command(kcm,
-		"--kubeconfig="+cluster.KubeconfigPath(),
+		"--kubeconfig="+p.KubeconfigPath(),
 		"--controllers=garbagecollector",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",

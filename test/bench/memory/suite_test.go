@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/install"
@@ -19,34 +21,25 @@ import (
 )
 
 var (
-	cluster  *localcluster.Cluster
-	kube     kubernetes.Interface // the driver's: unthrottled
-	k        client.Client        // the driver's, for teardown's own kinds
-	teardown string               // the teardown binary
-	kcm      string               // the cached kube-controller-manager binary
-	workDir  string               // logs and certificates of the measured processes
+	first    *plane // the package's control plane: the baseline and the sweep of sizes
+	teardown string // the teardown binary, in first's directory
+	kcm      string // the cached kube-controller-manager binary
 )
 
+// The cluster's own kube-controller-manager runs no garbage collector: the
+// only one is the measured process.
+var planeOptions = localcluster.Options{Controllers: []string{"namespace"}}
+
 func TestMain(m *testing.M) {
-	// The cluster's own kube-controller-manager runs no garbage collector:
-	// the only one is the measured process.
-	kit.Main(m, localcluster.Options{Controllers: []string{"namespace"}}, func(c *localcluster.Cluster) error {
-		cluster = c
-		// Under the cluster's directory, which its Stop removes.
-		workDir = filepath.Join(c.Dir(), "bench-memory")
-		if err := os.MkdirAll(workDir, 0o755); err != nil {
-			return err
-		}
-		cfg := c.RESTConfig()
-		cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, "teardown-bench-driver"
-		kube = kubernetes.NewForConfigOrDie(cfg)
-		scheme, err := manager.Scheme()
+	// The driver's clients log nothing worth reading; set, so that a client
+	// made after 30 s (a scenario's control plane) does not warn.
+	ctrl.SetLogger(logr.Discard())
+	kit.Main(m, planeOptions, func(c *localcluster.Cluster) error {
+		p, err := connect(c)
 		if err != nil {
 			return err
 		}
-		if k, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-			return err
-		}
+		first = p
 		cache, err := localcluster.DefaultCacheDir()
 		if err != nil {
 			return err
@@ -56,9 +49,53 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		kcm = bins.ControllerManager
-		if teardown, err = kit.BuildTeardown(workDir); err != nil {
-			return err
-		}
-		return install.Apply(context.Background(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard)
+		teardown, err = kit.BuildTeardown(p.dir)
+		return err
 	})
+}
+
+// plane is a control plane the measured processes watch, teardown
+// installed, with the driver's clients.
+type plane struct {
+	*localcluster.Cluster
+	kube kubernetes.Interface // unthrottled
+	k    client.Client        // for teardown's own kinds and the owners
+	dir  string               // logs and certificates of the measured processes
+}
+
+// startPlane starts a control plane of its own for one scenario; its
+// caller stops it.
+func startPlane(ctx context.Context) (*plane, error) {
+	opts := planeOptions
+	opts.Progress = os.Stderr
+	c, err := localcluster.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := connect(c)
+	if err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// connect installs teardown on c and makes the driver's clients.
+func connect(c *localcluster.Cluster) (*plane, error) {
+	// Under the cluster's directory, which its Stop removes.
+	p := &plane{Cluster: c, dir: filepath.Join(c.Dir(), "bench-memory")}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, "teardown-bench-driver"
+	p.kube = kubernetes.NewForConfigOrDie(cfg)
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	if p.k, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	return p, install.Apply(context.Background(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard)
 }
