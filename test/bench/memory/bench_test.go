@@ -347,11 +347,15 @@ func start(b *testing.B, p *plane, a arm, objects int, id string) process {
 					started = true
 				}
 			}
+			// The dependents listed at start are checked per owner (one
+			// request each), so the reconciles are not counted: the
+			// queue has taken requests, and none is waiting or running.
 			q := `name="dependents"`
 			return started &&
 				m.Sum("teardown_dependents_tracked") >= float64(objects) &&
-				m.Sum("controller_runtime_reconcile_total", `controller="dependents"`) >= float64(objects) &&
-				m.Sum("workqueue_depth", q) == 0
+				m.Sum("workqueue_adds_total", q) > 0 &&
+				m.Sum("workqueue_depth", q) == 0 &&
+				m.Sum("workqueue_unfinished_work_seconds", q) == 0
 		}}
 }
 
