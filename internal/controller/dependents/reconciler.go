@@ -90,16 +90,11 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = 4
 	}
-	if o.Cache == nil {
-		c, err := metacache.ForConfig(mgr.GetConfig())
-		if err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(c); err != nil {
-			return nil, err
-		}
-		o.Cache = c
+	meta, err := metacache.OrNew(mgr, o.Cache)
+	if err != nil {
+		return nil, err
 	}
+	o.Cache = meta
 	disc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)

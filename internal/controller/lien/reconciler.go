@@ -75,16 +75,11 @@ type Options struct {
 
 // Setup registers the Lien and ClusterLien controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
-	if o.Cache == nil {
-		c, err := metacache.ForConfig(mgr.GetConfig())
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(c); err != nil {
-			return err
-		}
-		o.Cache = c
+	meta, err := metacache.OrNew(mgr, o.Cache)
+	if err != nil {
+		return err
 	}
+	o.Cache = meta
 	for _, r := range []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },

@@ -55,10 +55,7 @@ func startControllerAs(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if shared, err = metacache.ForConfig(mgr.GetConfig()); err != nil {
-		return err
-	}
-	if err := mgr.Add(shared); err != nil {
+	if shared, err = metacache.OrNew(mgr, nil); err != nil {
 		return err
 	}
 	if err := Setup(mgr, Options{Cache: shared}); err != nil {

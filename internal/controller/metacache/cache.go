@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // Key names one shared informer: what it lists and watches.
@@ -260,3 +261,25 @@ func (c *Cache) Keys() []Key {
 }
 
 func compareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
+
+// Runnable is what a controller manager takes to run the cache.
+type Runnable interface {
+	GetConfig() *rest.Config
+	Add(manager.Runnable) error
+}
+
+// OrNew returns c, or, when c is nil (a controller set up alone), a cache
+// of its own that mgr runs.
+func OrNew(mgr Runnable, c *Cache) (*Cache, error) {
+	if c != nil {
+		return c, nil
+	}
+	c, err := ForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

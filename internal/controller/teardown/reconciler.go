@@ -102,16 +102,11 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerField, indexTrigger); err != nil {
 		return fmt.Errorf("indexing teardowns by trigger: %w", err)
 	}
-	if o.Cache == nil {
-		c, err := metacache.ForConfig(mgr.GetConfig())
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(c); err != nil {
-			return err
-		}
-		o.Cache = c
+	meta, err := metacache.OrNew(mgr, o.Cache)
+	if err != nil {
+		return err
 	}
+	o.Cache = meta
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
@@ -120,7 +115,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Options:  o.withDefaults(),
 	}
 	r.triggers = o.Cache.NewSource(mgr.GetRESTMapper(), r.teardownsOfTrigger)
-	_, err := ctrl.NewControllerManagedBy(mgr).
+	_, err = ctrl.NewControllerManagedBy(mgr).
 		Named("teardown").
 		For(&v1alpha1.Teardown{}).
 		Watches(&v1alpha1.ClusterLien{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
