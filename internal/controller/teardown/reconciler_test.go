@@ -116,6 +116,7 @@ func TestSriovUninstall(t *testing.T) {
 	// DELETEs are refused: kept, not even marked for deletion.
 	keptByPlan(t, plan.Name, uninstall(t, dep, binding, role), binding, role)
 	td := waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, 2*time.Minute)
+	wantReady(t, td, metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
 	op.stop() // it has no rights left: it was uninstalled
 	if errs := op.errors(); len(errs) > 0 {
 		t.Errorf("the operator hit errors (it lost its rights or was blocked):\n%s", strings.Join(errs, "\n"))
@@ -211,6 +212,7 @@ func TestTimeoutFailThenResume(t *testing.T) {
 	waitArmed(t, plan.Name)
 	deleteAll(t, dep)
 	td := waitPhase(t, plan.Name, v1alpha1.PhaseFailed, time.Minute)
+	wantReady(t, td, metav1.ConditionFalse, v1alpha1.ReasonFailed)
 	st := td.Status.Steps[0]
 	if st.State != v1alpha1.StepFailed || !slices.Equal(st.Pending, []string{"Widget " + ns + "/forever"}) {
 		t.Errorf("step 1: state %s pending %v, want Failed naming the widget", st.State, st.Pending)
@@ -248,7 +250,7 @@ func TestTimeoutFailThenResume(t *testing.T) {
 	if err := k.Patch(ctx, resume, patch); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, time.Minute)
+	wantReady(t, waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, time.Minute), metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
 	for _, o := range []client.Object{dep, cm, w} {
 		eventually(t, 30*time.Second, o.GetName()+" to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
 	}

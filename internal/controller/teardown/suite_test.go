@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -346,4 +347,14 @@ func dur(s string) *metav1.Duration {
 		panic(err)
 	}
 	return &metav1.Duration{Duration: d}
+}
+
+// wantReady checks td's Ready condition: status and reason, for its
+// generation.
+func wantReady(t *testing.T, td *v1alpha1.Teardown, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(td.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != td.Generation {
+		t.Errorf("Ready = %+v, want status %s reason %s for generation %d", c, status, reason, td.Generation)
+	}
 }
