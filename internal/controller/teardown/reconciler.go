@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
 	"github.com/teardown-dev/teardown/pkg/refused"
@@ -658,13 +659,13 @@ func (r *Reconciler) setRunning(t *v1alpha1.Teardown, status metav1.ConditionSta
 // setCondition sets c on t for t's generation, and reports whether it
 // changed.
 func setCondition(t *v1alpha1.Teardown, c metav1.Condition) bool {
-	c.ObservedGeneration = t.Generation
 	t.Status.ObservedGeneration = t.Generation
-	return apimeta.SetStatusCondition(&t.Status.Conditions, c)
+	return conditions.Set(&t.Status.Conditions, t.Generation, c)
 }
 
 // setReady sums the plan up in Ready from the condition of its phase, as
-// api/v1alpha1 says: Armed while Pending, Running after.
+// api/v1alpha1 says: Armed while Pending, good when True; Running after,
+// bad until the plan succeeded.
 func setReady(t *v1alpha1.Teardown) {
 	typ := v1alpha1.ConditionRunning
 	if t.Status.Phase == v1alpha1.PhasePending {
@@ -674,14 +675,12 @@ func setReady(t *v1alpha1.Teardown) {
 	if c == nil {
 		return
 	}
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration}
-	switch t.Status.Phase {
-	case v1alpha1.PhasePending:
-		ready.Status = c.Status
-	case v1alpha1.PhaseSucceeded:
-		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
+	ok, bad := *c, conditions.NotTrue
+	if t.Status.Phase != v1alpha1.PhasePending {
+		succeeded := t.Status.Phase == v1alpha1.PhaseSucceeded
+		ok.Reason, bad = v1alpha1.ReasonSucceeded, func(metav1.Condition) bool { return !succeeded }
 	}
-	apimeta.SetStatusCondition(&t.Status.Conditions, ready)
+	conditions.Set(&t.Status.Conditions, c.ObservedGeneration, conditions.Ready(ok, bad, *c))
 }
 
 // failedMessage names what is pending and how to continue.
