@@ -79,8 +79,15 @@ const (
 	// controller a request the plan needs; the message names the verb and
 	// resource. ReasonAdmissionDenied: RBAC allows it, admission refused it.
 	// The plan waits and retries; nothing after the refused request runs.
+	// A Lien's or ClusterLien's Ready takes them too, when writing the
+	// markers of an object it protects was refused.
 	ReasonMissingPermission = "MissingPermission"
 	ReasonAdmissionDenied   = "AdmissionDenied"
+	// ReasonStarted and ReasonResumed are the events of a plan started,
+	// and resumed from a step; a step's end is the event "Step" + its
+	// state: "StepSucceeded", "StepFailed", "StepTimedOut".
+	ReasonStarted = "Started"
+	ReasonResumed = "Resumed"
 )
 
 // TeardownPhase is where a plan stands.

@@ -127,7 +127,7 @@ func crdReason(crd string, objects []string) string {
 // liensOnCRD is, when a CRD changes, the liens of this reconciler's kind to
 // look again: those whose entry it carries (to put back markers taken off
 // by break-glass) and those that name a kind not served (it may be served
-// now).
+// now; the notServed index).
 func (r *Reconciler) liensOnCRD(ctx context.Context, crd client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
 	if entries, err := lien.Entries(crd); err == nil {
@@ -137,16 +137,5 @@ func (r *Reconciler) liensOnCRD(ctx context.Context, crd client.Object) []reconc
 			}
 		}
 	}
-	all, err := r.list(ctx, r.Client)
-	if err != nil {
-		return reqs
-	}
-	for _, o := range all {
-		for _, c := range o.status().Conditions {
-			if c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonKindNotServed {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
-			}
-		}
-	}
-	return reqs
+	return append(reqs, r.requests(ctx, client.MatchingFields{notServedField: "true"})...)
 }

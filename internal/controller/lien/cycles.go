@@ -167,13 +167,14 @@ func (g *lienGraph) cycleThrough(self string) (liens, objects []string) {
 	return liens, slices.Compact(objects)
 }
 
-// reportCycle records the release on the namespace too, once: the lien's
-// own events cannot be written in a namespace being deleted.
-func (r *Reconciler) reportCycle(o object, before *v1alpha1.LienStatus, cycle string) {
+// reportCycle records the release on the namespace too, once (before Held
+// says so): the lien's own events cannot be written in a namespace being
+// deleted.
+func (r *Reconciler) reportCycle(o object, cycle string) {
 	if cycle == "" {
 		return
 	}
-	if c := apimeta.FindStatusCondition(before.Conditions, v1alpha1.ConditionHeld); c != nil && c.Reason == v1alpha1.ReasonCycleReleased {
+	if c := apimeta.FindStatusCondition(o.status().Conditions, v1alpha1.ConditionHeld); c != nil && c.Reason == v1alpha1.ReasonCycleReleased {
 		return
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.GetNamespace()}}

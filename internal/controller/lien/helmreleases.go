@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -43,9 +44,10 @@ import (
 // the operator's finalizer still needs them. Nor to the ClusterLien: it
 // deletes them itself when it is deleted.
 
-// reconcileHelmReleases is Reconcile for a ClusterLien with helmReleasesOf.
+// reconcileHelmReleases is reconcileNormal for a ClusterLien with
+// helmReleasesOf: a Lien for every object of the kind, none for an object
+// that is gone.
 func (r *Reconciler) reconcileHelmReleases(ctx context.Context, o object, of *v1alpha1.HelmReleasesOf) (reconcile.Result, error) {
-	before := o.status().DeepCopy()
 	// The Liens it made first, then the objects: a Lien in the first list
 	// was made for an object that existed before it, so an object missing
 	// from the second is gone (or re-created, with another UID).
@@ -53,10 +55,6 @@ func (r *Reconciler) reconcileHelmReleases(ctx context.Context, o object, of *v1
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !o.GetDeletionTimestamp().IsZero() {
-		return r.deleteHelmReleases(ctx, o, before, made)
-	}
-
 	f := helmFindings{kind: of.Kind}
 	gvk, msg, notServed := r.resolveKind(of)
 	var objs []metav1.PartialObjectMetadata
@@ -81,9 +79,6 @@ func (r *Reconciler) reconcileHelmReleases(ctx context.Context, o object, of *v1
 		// Bad input or a kind not served never deletes anything: the
 		// Liens stay as they are until the kind resolves again.
 		if err := r.followHelmReleases(ctx, o, objs, made, &f); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{RequeueAfter: time.Second}, nil
-			}
 			return reconcile.Result{}, err
 		}
 	}
@@ -93,15 +88,10 @@ func (r *Reconciler) reconcileHelmReleases(ctx context.Context, o object, of *v1
 	st.Protected, st.HeldBy, st.ProtectedCount = nil, nil, 0
 	st.Followed = int32(f.followed)
 	counts.set(r.kind(), client.ObjectKeyFromObject(o.unwrap()).String(), lienCount{held: true}, false)
-	r.recordConditions(o, before, f.ready(o.GetGeneration()), metav1.Condition{
-		Type: v1alpha1.ConditionHeld, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonHeld, ObservedGeneration: o.GetGeneration(),
+	r.recordConditions(o, f.ready(), metav1.Condition{
+		Type: v1alpha1.ConditionHeld, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonHeld,
 		Message: "held until the lien is deleted: each " + of.Kind + " holds the Lien on its own release records",
 	})
-	if !statusEqual(before, st) {
-		if err := r.Client.Status().Update(ctx, o.unwrap()); err != nil {
-			return r.conflictOrError(err)
-		}
-	}
 	switch {
 	case f.notServed != "":
 		return reconcile.Result{RequeueAfter: notServedRetry}, nil
@@ -122,25 +112,25 @@ type helmFindings struct {
 	pending   bool     // a stale Lien is going: look again soon
 }
 
-func (f helmFindings) ready(gen int64) metav1.Condition {
-	c := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonResolved, ObservedGeneration: gen}
-	switch {
-	case f.invalid != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonInvalidTarget, f.invalid
-		return c
-	case f.notServed != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonKindNotServed, f.notServed
-		return c
-	}
-	c.Message = fmt.Sprintf("following %d %s object(s), each holding a Lien on its Helm release records", f.followed, f.kind)
+// ready is Ready: bad input or a kind not served, or else how many objects
+// are followed, and the Liens refused or left alone.
+func (f helmFindings) ready() metav1.Condition {
+	ok := metav1.Condition{Reason: v1alpha1.ReasonResolved, Message: fmt.Sprintf("following %d %s object(s), each holding a Lien on its Helm release records", f.followed, f.kind)}
 	if len(f.foreign) > 0 {
-		c.Message += "; left alone, not made by this lien (a lien of the same name protects the same records): " + strings.Join(slices.Sorted(slices.Values(f.foreign)), ", ")
+		ok.Message += "; left alone, not made by this lien (a lien of the same name protects the same records): " + strings.Join(slices.Sorted(slices.Values(f.foreign)), ", ")
+	}
+	var wrong []metav1.Condition
+	if f.invalid != "" {
+		wrong = append(wrong, metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidTarget, Message: f.invalid})
+	}
+	if f.notServed != "" {
+		wrong = append(wrong, metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonKindNotServed, Message: f.notServed})
 	}
 	if len(f.refused) > 0 {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonAdmissionDenied
-		c.Message += "; refused: " + strings.Join(slices.Sorted(slices.Values(f.refused)), "; ")
+		wrong = append(wrong, metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAdmissionDenied,
+			Message: ok.Message + "; refused: " + strings.Join(slices.Sorted(slices.Values(f.refused)), "; ")})
 	}
-	return c
+	return conditions.Ready(ok, conditions.NotTrue, wrong...)
 }
 
 // resolveKind maps helmReleasesOf to a namespaced kind, or says why not.
@@ -256,11 +246,15 @@ func (r *Reconciler) followHelmReleases(ctx context.Context, o object, objs []me
 	return nil
 }
 
-// deleteHelmReleases is the deletion of a helmReleasesOf ClusterLien: it
-// deletes the Liens it made (each releases its records, or holds through
-// its namespace's deletion while its object is there), and goes once they
-// are gone.
-func (r *Reconciler) deleteHelmReleases(ctx context.Context, o object, before *v1alpha1.LienStatus, made map[types.NamespacedName]*v1alpha1.Lien) (reconcile.Result, error) {
+// reconcileDeleteHelmReleases is reconcileDelete for a ClusterLien with
+// helmReleasesOf: it deletes the Liens it made (each releases its records,
+// or holds through its namespace's deletion while its object is there),
+// and its finalizer goes once they are gone.
+func (r *Reconciler) reconcileDeleteHelmReleases(ctx context.Context, o object) (reconcile.Result, error) {
+	made, err := r.madeLiens(ctx, o.GetName())
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	var left []string
 	for key, have := range made {
 		left = append(left, key.String())
@@ -273,25 +267,18 @@ func (r *Reconciler) deleteHelmReleases(ctx context.Context, o object, before *v
 	slices.Sort(left)
 	if len(left) == 0 {
 		counts.set(r.kind(), client.ObjectKeyFromObject(o.unwrap()).String(), lienCount{}, true)
-		patch := client.MergeFrom(o.unwrap().DeepCopyObject().(client.Object))
-		controllerutil.RemoveFinalizer(o, CleanupFinalizer)
-		if err := r.Client.Patch(ctx, o.unwrap(), patch); err != nil {
-			return r.conflictOrError(err)
+		if err := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); err != nil {
+			return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, err))
 		}
 		return reconcile.Result{}, nil
 	}
 	st := o.status()
 	st.ObservedGeneration = o.GetGeneration()
 	st.Followed = 0
-	r.recordConditions(o, before, metav1.Condition{
-		Type: v1alpha1.ConditionHeld, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReleased, ObservedGeneration: o.GetGeneration(),
+	r.recordConditions(o, metav1.Condition{
+		Type: v1alpha1.ConditionHeld, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReleased,
 		Message: "released: the lien is being deleted; waiting for the liens it made to go: " + strings.Join(left, ", "),
 	})
-	if !statusEqual(before, st) {
-		if err := r.Client.Status().Update(ctx, o.unwrap()); err != nil {
-			return r.conflictOrError(err)
-		}
-	}
 	return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 }
 
@@ -324,23 +311,4 @@ func (r *Reconciler) watchMadeLiens() error {
 		return fmt.Errorf("watching liens: %w", err)
 	}
 	return nil
-}
-
-// recordConditions sets each condition and records an event when one
-// changes status or reason (Ready only when it turns False).
-func (r *Reconciler) recordConditions(o object, before *v1alpha1.LienStatus, conds ...metav1.Condition) {
-	st := o.status()
-	for _, c := range conds {
-		prev := meta.FindStatusCondition(before.Conditions, c.Type)
-		if prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
-			eventType := corev1.EventTypeNormal
-			if c.Status == metav1.ConditionFalse && c.Type == v1alpha1.ConditionReady {
-				eventType = corev1.EventTypeWarning
-			}
-			if c.Type == v1alpha1.ConditionHeld || c.Status == metav1.ConditionFalse {
-				r.Recorder.Eventf(o.unwrap(), nil, eventType, c.Reason, "Reconcile", "%s", c.Message)
-			}
-		}
-		meta.SetStatusCondition(&st.Conditions, c)
-	}
 }

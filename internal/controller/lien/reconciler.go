@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,12 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -46,13 +46,13 @@ const resync = time.Minute
 // Reconciler keeps the lien markers on protected objects in step with one
 // kind of lien (Lien or ClusterLien).
 type Reconciler struct {
-	Client    client.Client // cached reads of liens, writes of everything
+	Client    client.Client // cached reads of liens (by the indexes of watch.go), writes of everything
 	APIReader client.Reader // live reads: every protect and release decision
 	Mapper    meta.RESTMapper
 	Recorder  recorder.EventRecorder
 
 	newObject func() object
-	list      func(ctx context.Context, c client.Reader) ([]object, error)
+	list      func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error)
 
 	cache cache.Cache
 	// watches are the objects liens name, on the shared metadata cache:
@@ -62,8 +62,6 @@ type Reconciler struct {
 	controller controller.Controller
 	mu         sync.Mutex
 	watched    map[schema.GroupVersionKind]bool
-	strays     map[types.NamespacedName]map[strayRef]bool // see strays.go
-	repairs    map[strayRef]bool                          // see repair.go
 }
 
 // Options configure the controllers.
@@ -80,12 +78,15 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	o.Cache = meta
+	if err := index(mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	for _, r := range []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
-			list: func(ctx context.Context, c client.Reader) ([]object, error) {
+			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
 				var l v1alpha1.LienList
-				if err := c.List(ctx, &l); err != nil {
+				if err := c.List(ctx, &l, opts...); err != nil {
 					return nil, err
 				}
 				var out []object
@@ -97,9 +98,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		},
 		{
 			newObject: func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
-			list: func(ctx context.Context, c client.Reader) ([]object, error) {
+			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
 				var l v1alpha1.ClusterLienList
-				if err := c.List(ctx, &l); err != nil {
+				if err := c.List(ctx, &l, opts...); err != nil {
 					return nil, err
 				}
 				var out []object
@@ -160,12 +161,19 @@ func (r *Reconciler) kind() string {
 	return "ClusterLien"
 }
 
-func (l lienObj) unwrap() client.Object        { return l.Lien }
-func (l clusterLienObj) unwrap() client.Object { return l.ClusterLien }
-
-// Reconcile brings one lien's markers and status in step with the cluster.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.repairPending(ctx)
+// Reconcile brings one lien's markers and status in step with the cluster:
+// it ensures the cleanup finalizer, then goes on in reconcileNormal or
+// reconcileDelete (reconcileHelmReleases or reconcileDeleteHelmReleases
+// for a ClusterLien with helmReleasesOf). The status is written once, at
+// the end (patchStatus). A refused write of markers becomes a condition
+// naming the missing right, not a retry loop; a conflict requeues
+// silently. A request that names no lien asks to repair an object's
+// markers (repair.go); one for a lien that is gone takes its stray markers
+// off (strays.go).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
+	if ref, ok := parseRepairRequest(req); ok {
+		return reconcile.Result{}, r.repair(ctx, ref)
+	}
 	o := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -177,121 +185,182 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap()))
-	ctx = ctrl.LoggerInto(ctx, log)
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap())))
+	before := o.status().DeepCopy()
+	defer func() {
+		res, reterr = r.patchStatus(ctx, o, before, res, reterr)
+	}()
 
 	if o.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(o, CleanupFinalizer) {
-		patch := client.MergeFrom(o.unwrap().DeepCopyObject().(client.Object))
-		controllerutil.AddFinalizer(o, CleanupFinalizer)
-		if err := r.Client.Patch(ctx, o.unwrap(), patch); err != nil {
+		if err := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.AddFinalizer(o, CleanupFinalizer) }); err != nil {
 			return r.conflictOrError(fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err))
 		}
 	}
-
-	if of := o.helmReleasesOf(); of != nil {
-		return r.reconcileHelmReleases(ctx, o, of)
-	}
-
-	before := o.status().DeepCopy()
-	protect, heldBy, mode, _ := o.spec()
-	var f findings
-	if err := r.watches.Follow(req.NamespacedName, r.selections(o, append(slices.Clone(protect), heldBy...))); err != nil {
+	if err := r.follow(o); err != nil {
 		return reconcile.Result{}, err
 	}
+	var err error
+	switch of, deleting := o.helmReleasesOf(), !o.GetDeletionTimestamp().IsZero(); {
+	case of != nil && deleting:
+		res, err = r.reconcileDeleteHelmReleases(ctx, o)
+	case of != nil:
+		res, err = r.reconcileHelmReleases(ctx, o, of)
+	case deleting:
+		res, err = r.reconcileDelete(ctx, o)
+	default:
+		res, err = r.reconcileNormal(ctx, o)
+	}
+	switch {
+	case r.reportForbidden(ctx, o, err):
+		return reconcile.Result{RequeueAfter: resync}, nil
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return res, err
+}
 
+// patchStatus writes what the reconcile changed in o's status in one patch
+// (optimistic lock: a status read before someone else's write is not
+// written over it), and only if it changed. A conflict requeues silently;
+// o gone (its finalizer was just taken off) is no error; a failed write is
+// returned, with the reconcile's own error.
+func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, res reconcile.Result, err error) (reconcile.Result, error) {
+	if equality.Semantic.DeepEqual(before, o.status()) {
+		return res, err
+	}
+	base := o.deepCopy()
+	*base.status() = *before
+	perr := r.Client.Status().Patch(ctx, o.unwrap(), client.MergeFromWithOptions(base.unwrap(), client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(perr):
+		res = reconcile.Result{RequeueAfter: time.Second}
+	case perr != nil && !apierrors.IsNotFound(perr):
+		err = errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
+	}
+	if err != nil {
+		return reconcile.Result{}, err // the result is ignored with an error
+	}
+	return res, nil
+}
+
+// patchMeta patches o's metadata as change makes it (optimistic lock),
+// leaving o's status as it is in memory for patchStatus.
+func (r *Reconciler) patchMeta(ctx context.Context, o object, change func(client.Object)) error {
+	obj := o.deepCopy()
+	patch := client.MergeFromWithOptions(obj.deepCopy().unwrap(), client.MergeFromWithOptimisticLock{})
+	change(obj.unwrap())
+	if err := r.Client.Patch(ctx, obj.unwrap(), patch); err != nil {
+		return err
+	}
+	*o.meta() = *obj.meta()
+	return nil
+}
+
+// reconcileNormal handles a lien that is not being deleted: while it is
+// held (by its holders, or, without any, until it is deleted) its markers
+// are on what it protects; once no holder is left they come off.
+func (r *Reconciler) reconcileNormal(ctx context.Context, o object) (reconcile.Result, error) {
+	var f findings
 	// Holders first: they decide whether anything is protected.
-	holders, holding, err := r.resolveHolders(ctx, o, heldBy, &f)
+	holders, held, err := r.resolveHolders(ctx, o, &f)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	held := holding
-	if len(heldBy) == 0 {
-		held = true // held until the lien is deleted
+	if held, err = r.offCycle(ctx, o, holders, held, &f); err != nil {
+		return reconcile.Result{}, err
 	}
-	if !o.GetDeletionTimestamp().IsZero() {
-		// Deleting a lien releases it, except while its namespace is being
-		// deleted: then the namespace controller deletes the Lien together
-		// with what it protects, and the lien must hold until its holders,
-		// which that same namespace deletion removes, are gone.
-		terminating, err := r.namespaceTerminating(ctx, o)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		held = held && len(heldBy) > 0 && terminating
+	if err := r.protect(ctx, o, holders, held, &f); err != nil {
+		return reconcile.Result{}, err
 	}
-	if held && len(heldBy) > 0 {
-		// ... unless its holders are its own protected objects, through
-		// other liens or not: then it is released (see cycles.go).
-		if f.cycle, err = r.cycle(ctx, o, holders); err != nil {
-			return reconcile.Result{}, err
-		}
-		held = f.cycle == ""
-	}
+	return f.result()
+}
 
+// reconcileDelete handles a lien being deleted. Deleting a lien releases
+// it, except while its namespace is being deleted: then the namespace
+// controller deletes the Lien together with what it protects, and the
+// lien must hold until its holders, which that same namespace deletion
+// removes, are gone. Its cleanup finalizer goes once it is released.
+func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (reconcile.Result, error) {
+	var f findings
+	holders, held, err := r.resolveHolders(ctx, o, &f)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	terminating, err := r.namespaceTerminating(ctx, o)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	_, heldBy, _, _ := o.spec()
+	held = held && len(heldBy) > 0 && terminating
+	if held, err = r.offCycle(ctx, o, holders, held, &f); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.protect(ctx, o, holders, held, &f); err != nil {
+		return reconcile.Result{}, err
+	}
+	if held {
+		return f.result()
+	}
+	if err := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); err != nil {
+		return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// offCycle releases a lien held by holders that are its own protected
+// objects, through other liens or not (see cycles.go); it reports whether
+// the lien still holds.
+func (r *Reconciler) offCycle(ctx context.Context, o object, holders []v1alpha1.ObjectStatus, held bool, f *findings) (bool, error) {
+	if _, heldBy, _, _ := o.spec(); !held || len(heldBy) == 0 {
+		return held, nil
+	}
+	var err error
+	if f.cycle, err = r.cycle(ctx, o, holders); err != nil {
+		return false, err
+	}
+	return f.cycle == "", nil
+}
+
+// protect puts the lien's entry on what it protects while held (and, for
+// a Deny lien, on the CRDs of those objects), takes it off what it no
+// longer protects, and records it all in o's status and conditions.
+func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.ObjectStatus, held bool, f *findings) error {
+	protect, _, mode, _ := o.spec()
 	var desired []metav1.PartialObjectMetadata
 	if held {
-		if desired, err = r.resolveTargets(ctx, o, protect, &f); err != nil {
-			return reconcile.Result{}, err
+		var err error
+		if desired, err = r.resolveTargets(ctx, o, protect, f); err != nil {
+			return err
 		}
 	}
-
-	protected, released, err := r.apply(ctx, o, held, desired, &f)
+	protected, released, err := r.apply(ctx, o, held, desired, f)
 	if err == nil {
-		err = r.protectCRDs(ctx, o, held && mode == v1alpha1.LienModeDeny, protected, &f)
+		err = r.protectCRDs(ctx, o, held && mode == v1alpha1.LienModeDeny, protected, f)
 	}
+	st := o.status()
 	if !held {
 		// A refused release must not leave Held saying that a gone holder
 		// holds: record the holders and why the markers stay.
-		o.status().HeldBy = holders
-		if c := meta.FindStatusCondition(o.status().Conditions, v1alpha1.ConditionHeld); c != nil && c.Status == metav1.ConditionTrue && isForbidden(err) {
-			meta.SetStatusCondition(&o.status().Conditions, metav1.Condition{Type: v1alpha1.ConditionHeld, Status: metav1.ConditionFalse,
-				ObservedGeneration: o.GetGeneration(), Reason: v1alpha1.ReasonReleaseRefused,
+		st.HeldBy = holders
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHeld); c != nil && c.Status == metav1.ConditionTrue && isForbidden(err) {
+			conditions.Set(&st.Conditions, o.GetGeneration(), metav1.Condition{Type: v1alpha1.ConditionHeld, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReleaseRefused,
 				Message: "no holder is left, but taking the lien's markers off was refused (see Ready): the objects stay protected until it goes through"})
 		}
 	}
-	if handled, rerr := r.reportForbidden(ctx, o, err); handled {
-		return reconcile.Result{RequeueAfter: resync}, rerr
-	}
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{RequeueAfter: time.Second}, nil
-	}
 	if err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	for _, ns := range released {
 		r.nudge(ctx, ns)
 	}
-
-	st := o.status()
 	st.ObservedGeneration = o.GetGeneration()
 	st.Protected = protected
 	st.HeldBy = holders
 	st.ProtectedCount = int32(countState(protected, v1alpha1.StateProtected))
-	counts.set(r.kind(), req.String(), lienCount{held: held, protected: int(st.ProtectedCount)}, false)
-	r.setConditions(o, before, held, holders, f)
-	r.reportCycle(o, before, f.cycle)
-	if !statusEqual(before, st) {
-		if err := r.Client.Status().Update(ctx, o.unwrap()); err != nil {
-			return r.conflictOrError(err)
-		}
-	}
-
-	if !o.GetDeletionTimestamp().IsZero() && !held {
-		patch := client.MergeFrom(o.unwrap().DeepCopyObject().(client.Object))
-		controllerutil.RemoveFinalizer(o, CleanupFinalizer)
-		if err := r.Client.Patch(ctx, o.unwrap(), patch); err != nil {
-			return r.conflictOrError(err)
-		}
-		return reconcile.Result{}, nil
-	}
-	if len(f.unmarked) > 0 {
-		// Status says so; retry with back-off.
-		return reconcile.Result{}, fmt.Errorf("the lien markers of %s could not be written", strings.Join(f.unmarked, ", "))
-	}
-	if len(f.notServed) > 0 {
-		return reconcile.Result{RequeueAfter: notServedRetry}, nil
-	}
-	return reconcile.Result{RequeueAfter: resync}, nil
+	counts.set(r.kind(), client.ObjectKeyFromObject(o.unwrap()).String(), lienCount{held: held, protected: int(st.ProtectedCount)}, false)
+	r.reportCycle(o, f.cycle)
+	r.setConditions(o, held, holders, *f)
+	return nil
 }
 
 // findings is what a reconcile found wrong, for the conditions.
@@ -302,6 +371,19 @@ type findings struct {
 	tooMany   []string // objects that already carry lien.MaxEntries liens
 	unmarked  []string // objects whose markers could not be written
 	cycle     string   // the cycle of liens this one was released from
+}
+
+// result is when to look again: with back-off while markers could not be
+// written (status says so), soon while a kind is not served, else at the
+// next resync.
+func (f findings) result() (reconcile.Result, error) {
+	if len(f.unmarked) > 0 {
+		return reconcile.Result{}, fmt.Errorf("the lien markers of %s could not be written", strings.Join(f.unmarked, ", "))
+	}
+	if len(f.notServed) > 0 {
+		return reconcile.Result{RequeueAfter: notServedRetry}, nil
+	}
+	return reconcile.Result{RequeueAfter: resync}, nil
 }
 
 // notServedRetry is how often a lien naming a kind that is not served
@@ -436,13 +518,18 @@ func (r *Reconciler) served(ctx context.Context, res resolved) (bool, error) {
 	return false, fmt.Errorf("listing %s: %w", res.gvk.Kind, err)
 }
 
-// resolveHolders reads every holder live and reports which still hold. A
-// named holder is the object with the UID first seen under that name; a
+// resolveHolders reads every holder live, and reports which still hold
+// and whether the lien is held: by a holder, or, without any in its spec,
+// until it is deleted. A named holder is the object with the UID first seen under that name; a
 // holder that cannot be resolved (bad input) counts as holding: bad input
 // never releases anything. A holder of a kind no longer served that the
 // lien saw exist went with its kind (the CRD's deletion deleted it); one it
 // never saw counts as holding.
-func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref, f *findings) (statuses []v1alpha1.ObjectStatus, holding bool, err error) {
+func (r *Reconciler) resolveHolders(ctx context.Context, o object, f *findings) (statuses []v1alpha1.ObjectStatus, held bool, err error) {
+	_, heldBy, _, _ := o.spec()
+	if len(heldBy) == 0 {
+		held = true // held until the lien is deleted
+	}
 	previous := map[string]v1alpha1.ObjectStatus{}
 	for _, s := range o.status().HeldBy {
 		previous[statusKey(s)] = s
@@ -461,7 +548,7 @@ func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref,
 		}
 		if msg != "" && !notServed {
 			f.invalid = append(f.invalid, msg)
-			holding = true
+			held = true
 			continue
 		}
 		if notServed {
@@ -476,7 +563,7 @@ func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref,
 					}
 				}
 			}
-			holding = holding || !seen
+			held = held || !seen
 			continue
 		}
 		if x.Name != "" {
@@ -491,17 +578,17 @@ func (r *Reconciler) resolveHolders(ctx context.Context, o object, heldBy []ref,
 				s.State = v1alpha1.StateMissing
 			default:
 				s.UID, s.State = string(objs[0].UID), v1alpha1.StateHolding
-				holding = true
+				held = true
 			}
 			statuses = append(statuses, s)
 			continue
 		}
 		for _, obj := range objs {
 			statuses = append(statuses, v1alpha1.ObjectStatus{APIVersion: x.APIVersion, Kind: x.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: string(obj.UID), State: v1alpha1.StateHolding})
-			holding = true
+			held = true
 		}
 	}
-	return statuses, holding, nil
+	return statuses, held, nil
 }
 
 // resolveTargets reads, live, the objects the lien should protect.
@@ -728,93 +815,6 @@ func (r *Reconciler) namespaceTerminating(ctx context.Context, o object) (bool, 
 		return false, err
 	}
 	return !ns.DeletionTimestamp.IsZero(), nil
-}
-
-// watch starts, once per kind, the watch that re-reconciles every lien
-// naming that kind when one of its objects carrying lien markers changes;
-// CRDs, few, are watched whole on the manager's cache.
-func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.watched[gvk] {
-		return nil
-	}
-	if gvk != crdGVK {
-		if err := r.watches.Keep(metacache.Selection{GVK: gvk, Labels: lien.Label}); err != nil {
-			return err
-		}
-		r.watched[gvk] = true
-		return nil
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, changed client.Object) []reconcile.Request {
-		return r.requestsFor(ctx, gvk, changed)
-	}))
-	if err := r.controller.Watch(src); err != nil {
-		return fmt.Errorf("watching %s: %w", gvk, err)
-	}
-	r.watched[gvk] = true
-	return nil
-}
-
-// requestsFor is which liens look again when changed, an object of kind
-// gvk, changes.
-func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
-	if len(lien.Problems(changed)) > 0 {
-		r.pendingRepair(strayRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()})
-	}
-	reqs := append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, gvk, changed)...)
-	if gvk == crdGVK {
-		reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
-	}
-	return reqs
-}
-
-// selections are the objects the entries xs of o select, to watch: bad
-// input selects nothing.
-func (r *Reconciler) selections(o object, xs []ref) []metacache.Selection {
-	var out []metacache.Selection
-	for _, x := range xs {
-		res, msg, _ := r.resolve(o, x)
-		if msg != "" {
-			continue
-		}
-		s := metacache.Selection{GVK: res.gvk, Namespace: res.namespace, Name: x.Name}
-		if x.Name == "" {
-			sel, err := metav1.LabelSelectorAsSelector(x.Selector)
-			if err != nil {
-				continue
-			}
-			s.Labels = sel.String()
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// liensNaming lists the liens whose protect, heldBy or helmReleasesOf
-// names gvk.
-func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind) []reconcile.Request {
-	all, err := r.list(ctx, r.Client)
-	if err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, o := range all {
-		protect, heldBy, _, _ := o.spec()
-		names := append(protect, heldBy...)
-		if of := o.helmReleasesOf(); of != nil {
-			names = append(names, ref{APIVersion: of.APIVersion, Kind: of.Kind})
-		}
-		if slices.ContainsFunc(names, func(x ref) bool {
-			gv, err := schema.ParseGroupVersion(x.APIVersion)
-			return err == nil && gv.WithKind(x.Kind) == gvk
-		}) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
-		}
-	}
-	return reqs
 }
 
 func statusKey(s v1alpha1.ObjectStatus) string {

@@ -68,7 +68,7 @@ func TestRefusedReleaseIsNotHeld(t *testing.T) {
 	if len(l.Status.HeldBy) != 1 || l.Status.HeldBy[0].State != v1alpha1.StateGone {
 		t.Errorf("status.heldBy %v, want the holder Gone", l.Status.HeldBy)
 	}
-	ready := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAdmissionDenied)
+	ready := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAdmissionDenied)
 	if !strings.Contains(ready.Message, "teardown install --controller-user") {
 		t.Errorf("Ready message %q should say how to trust the controller", ready.Message)
 	}

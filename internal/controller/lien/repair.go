@@ -11,10 +11,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
@@ -273,42 +275,61 @@ func (r *Reconciler) reportRepair(ctx context.Context, by object, obj *metav1.Pa
 	}
 }
 
-// pendingRepair records a watched object seen with broken markers; the
-// next reconcile of this kind of lien repairs it (see repairPending).
-func (r *Reconciler) pendingRepair(ref strayRef) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.repairs == nil {
-		r.repairs = map[strayRef]bool{}
-	}
-	r.repairs[ref] = true
+// objectRef names one object of a watched kind.
+type objectRef struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
 }
 
-// repairPending repairs the objects seen with broken markers, after a live
-// read confirms them still broken; those it could not repair are kept for
-// the next reconcile.
-func (r *Reconciler) repairPending(ctx context.Context) {
-	r.mu.Lock()
-	refs := r.repairs
-	r.repairs = nil
-	r.mu.Unlock()
-	for ref := range refs {
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(ref.gvk)
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, obj)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err == nil {
-			obj.SetGroupVersionKind(ref.gvk)
-			if len(lien.Problems(obj)) == 0 {
-				continue
-			}
-			err = r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) { return es, nil })
-		}
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "repairing lien markers", "kind", ref.gvk.Kind, "object", qualified(ref.namespace, ref.name))
-			r.pendingRepair(ref)
-		}
+// repairPrefix begins the name of a repair request, which no lien's name
+// can: a lien's name is a DNS subdomain, without ':' or '/'.
+const repairPrefix = "repair:"
+
+// repairRequest asks the reconcile to repair ref's markers: a watched
+// object seen with broken markers, by the map function, which changes
+// nothing itself. The request's namespace is the object's, its name
+// repairPrefix, the apiVersion, the kind and the name, joined by '/'.
+func repairRequest(ref objectRef) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ref.namespace, Name: repairPrefix + ref.gvk.GroupVersion().String() + "/" + ref.gvk.Kind + "/" + ref.name}}
+}
+
+// parseRepairRequest is the object a repair request names; ok is false
+// for a lien's request.
+func parseRepairRequest(req reconcile.Request) (_ objectRef, ok bool) {
+	rest, ok := strings.CutPrefix(req.Name, repairPrefix)
+	if !ok {
+		return objectRef{}, false
 	}
+	i := strings.LastIndex(rest, "/")
+	j := strings.LastIndex(rest[:max(i, 0)], "/")
+	if j < 0 {
+		return objectRef{}, false
+	}
+	gv, err := schema.ParseGroupVersion(rest[:j])
+	if err != nil {
+		return objectRef{}, false
+	}
+	return objectRef{gvk: gv.WithKind(rest[j+1 : i]), namespace: req.Namespace, name: rest[i+1:]}, true
+}
+
+// repair repairs the markers of an object seen with broken ones, after a
+// live read confirms them still broken; an error retries with back-off.
+func (r *Reconciler) repair(ctx context.Context, ref objectRef) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(ref.gvk)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, obj)
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", ref.gvk.Kind, qualified(ref.namespace, ref.name), err)
+	}
+	obj.SetGroupVersionKind(ref.gvk)
+	if len(lien.Problems(obj)) == 0 {
+		return nil
+	}
+	if err := r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) { return es, nil }); err != nil {
+		return fmt.Errorf("repairing the lien markers of %s %s: %w", ref.gvk.Kind, qualified(ref.namespace, ref.name), err)
+	}
+	return nil
 }

@@ -53,7 +53,7 @@ func TestMissingRightsAreReported(t *testing.T) {
 	if err := k.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	c := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonMissingPermission)
+	c := waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMissingPermission)
 	for _, want := range []string{"may not patch secrets in namespace " + ns, "teardown.dev/aggregate-to-controller=true"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("condition message %q lacks %q", c.Message, want)

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,19 +22,13 @@ import (
 // can land after that (the soak found it): nothing would ever take it off,
 // and a Defer entry's finalizer would hold the object for good. So when a
 // watched object carries an entry of a lien the cache does not know, the
-// lien is reconciled, and if a live read confirms it gone, the entry is
-// taken off.
+// lien is reconciled; its reconcile finds it gone, and once a live read
+// confirms that, lists, live, the objects of every watched kind that carry
+// the lien label, and takes its entry off those whose entries name it.
 
-// strayRef is an object seen carrying an entry of a missing lien.
-type strayRef struct {
-	gvk             schema.GroupVersionKind
-	namespace, name string
-}
-
-// strayLiens records the entries of changed whose lien (of this
-// reconciler's kind) the cache does not have, and returns requests for
-// those liens.
-func (r *Reconciler) strayLiens(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
+// strayLiens is a request for each lien (of this reconciler's kind) that
+// changed carries an entry of and the cache does not have.
+func (r *Reconciler) strayLiens(ctx context.Context, changed client.Object) []reconcile.Request {
 	entries, err := lien.Entries(changed)
 	if err != nil {
 		return nil // malformed markers: repaired, see repair.go
@@ -45,20 +39,9 @@ func (r *Reconciler) strayLiens(ctx context.Context, gvk schema.GroupVersionKind
 		if !ok {
 			continue
 		}
-		err := r.Client.Get(ctx, key, r.newObject().unwrap())
-		if !apierrors.IsNotFound(err) {
-			continue
+		if err := r.Client.Get(ctx, key, r.newObject().unwrap()); apierrors.IsNotFound(err) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
-		r.mu.Lock()
-		if r.strays == nil {
-			r.strays = map[types.NamespacedName]map[strayRef]bool{}
-		}
-		if r.strays[key] == nil {
-			r.strays[key] = map[strayRef]bool{}
-		}
-		r.strays[key][strayRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}] = true
-		r.mu.Unlock()
-		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
 	return reqs
 }
@@ -76,64 +59,55 @@ func (r *Reconciler) lienKey(s string) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: name}, true
 }
 
-// releaseStrays takes the entries of the lien key off the objects seen
-// carrying them, once a live read confirms the lien is gone.
+// releaseStrays takes the entries of the lien key off the objects that
+// carry them, once a live read confirms the lien is gone: it lists, live,
+// the objects of each watched kind that carry the lien label (those of a
+// Lien's namespace, for a namespaced kind).
 func (r *Reconciler) releaseStrays(ctx context.Context, key types.NamespacedName) error {
-	r.mu.Lock()
-	refs := r.strays[key]
-	delete(r.strays, key)
-	r.mu.Unlock()
-	if len(refs) == 0 {
-		return nil
-	}
 	err := r.APIReader.Get(ctx, key, r.newObject().unwrap())
 	if err == nil {
 		return nil // it exists: its own reconcile keeps its markers right
 	}
 	if !apierrors.IsNotFound(err) {
-		r.keepStrays(key, refs)
 		return fmt.Errorf("reading %s %s: %w", r.kind(), key, err)
 	}
 	entry := lien.Key(key.Namespace, key.Name)
-	for ref := range refs {
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(ref.gvk)
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, obj); err != nil {
-			if apierrors.IsNotFound(err) {
+	for _, gvk := range r.watchedKinds() {
+		m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			continue // not served: nothing of it carries anything
+		}
+		list := metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		opts := []client.ListOption{client.HasLabels{lien.Label}}
+		if key.Namespace != "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
+			opts = append(opts, client.InNamespace(key.Namespace))
+		}
+		if err := r.APIReader.List(ctx, &list, opts...); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue
 			}
-			r.keepStrays(key, refs)
-			return fmt.Errorf("reading %s %s: %w", ref.gvk.Kind, qualified(ref.namespace, ref.name), err)
+			return fmt.Errorf("listing %s that carry lien markers: %w", gvk.Kind, err)
 		}
-		obj.SetGroupVersionKind(ref.gvk)
-		removed := false
-		if err := r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) {
-			next := lien.Without(es, entry)
-			removed = len(next) != len(es)
-			return next, nil
-		}); err != nil {
-			r.keepStrays(key, refs)
-			return err
-		}
-		if removed {
-			ctrl.LoggerFrom(ctx).Info("took the stray marker of a gone lien off", "lien", entry, "kind", ref.gvk.Kind, "object", qualified(ref.namespace, ref.name))
-			releases.WithLabelValues(r.kind()).Inc()
+		for i := range list.Items {
+			obj := &list.Items[i]
+			obj.SetGroupVersionKind(gvk)
+			if has, err := lien.Has(obj, entry); err != nil || !has {
+				continue // broken markers are repaired, see repair.go
+			}
+			removed := false
+			if err := r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) {
+				next := lien.Without(es, entry)
+				removed = len(next) != len(es)
+				return next, nil
+			}); err != nil {
+				return err
+			}
+			if removed {
+				ctrl.LoggerFrom(ctx).Info("took the stray marker of a gone lien off", "lien", entry, "kind", gvk.Kind, "object", qualified(obj.Namespace, obj.Name))
+				releases.WithLabelValues(r.kind()).Inc()
+			}
 		}
 	}
 	return nil
-}
-
-// keepStrays puts refs back for the next try.
-func (r *Reconciler) keepStrays(key types.NamespacedName, refs map[strayRef]bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.strays == nil {
-		r.strays = map[types.NamespacedName]map[strayRef]bool{}
-	}
-	if r.strays[key] == nil {
-		r.strays[key] = map[strayRef]bool{}
-	}
-	for ref := range refs {
-		r.strays[key][ref] = true
-	}
 }

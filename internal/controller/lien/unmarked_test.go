@@ -60,7 +60,7 @@ func TestReadyIsNotTrueWhileMarkersAreMissing(t *testing.T) {
 	r := &Reconciler{
 		Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
 		newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
-		list: func(ctx context.Context, c client.Reader) ([]object, error) {
+		list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
 			return nil, nil
 		},
 		watched: map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},

@@ -167,7 +167,7 @@ func TestForegroundDeleteOfTheTriggersOwner(t *testing.T) {
 	waitPhase(t, plan.Name, v1alpha1.PhaseRunning, time.Minute)
 	// The plan started on the trigger's deletion (the Running condition
 	// says so only until the first tick writes the step's progress).
-	waitEvent(t, plan.Name, "Started", "the trigger Deployment "+ns+"/operator is being deleted")
+	waitEvent(t, plan.Name, v1alpha1.ReasonStarted, "the trigger Deployment "+ns+"/operator is being deleted")
 	if err := k.Get(ctx, client.ObjectKeyFromObject(owner), owner); err != nil || owner.DeletionTimestamp == nil {
 		t.Fatalf("the owner should wait for the trigger: %v", err)
 	}

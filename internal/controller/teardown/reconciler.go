@@ -387,7 +387,7 @@ func (r *Reconciler) setArmed(t *v1alpha1.Teardown, status metav1.ConditionStatu
 
 func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string) reconcile.Result {
 	ctrl.LoggerFrom(ctx).Info("starting the plan", "teardown", klog.KObj(t), "why", why)
-	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Started", "Run", "plan started: %s", why)
+	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonStarted, "Run", "plan started: %s", why)
 	t.Status.Phase = v1alpha1.PhaseRunning
 	now := metav1.Now()
 	t.Status.StartedAt = &now
@@ -474,7 +474,7 @@ func (r *Reconciler) resume(t *v1alpha1.Teardown, from string) reconcile.Result 
 	} else {
 		t.Status = *status
 		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "resumed from step "+from)
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Resumed", "Run", "resumed from step %s", from)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonResumed, "Run", "resumed from step %s", from)
 	}
 	return reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on at once
 }

@@ -1,0 +1,98 @@
+package lien
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
+
+// TestStatusWriteOnce is an error path (a fake client: a real API server
+// does not fail a status write on demand): the status is written in one
+// patch at the end of the reconcile; a failed write is the reconcile's
+// error, not dropped, and a conflict requeues without one.
+func TestStatusWriteOnce(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		write     error // what the status write answers
+		wantErr   string
+		wantRes   reconcile.Result
+		wantReady bool // Ready written
+	}{
+		{"written", nil, "", reconcile.Result{RequeueAfter: resync}, true},
+		{"refused", apierrors.NewInternalError(errors.New("etcd is unavailable")), "writing the status of Lien app/web", reconcile.Result{}, false},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed")), "", reconcile.Result{RequeueAfter: time.Second}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := &v1alpha1.Lien{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Generation: 1},
+				Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{}}}, Reason: "in use"},
+			}
+			writes := 0
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(l).WithStatusSubresource(&v1alpha1.Lien{}).
+				WithInterceptorFuncs(interceptor.Funcs{
+					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+						writes++
+						if tc.write != nil {
+							return tc.write
+						}
+						return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+					},
+				}).Build()
+			mapper := apimeta.NewDefaultRESTMapper(nil)
+			mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
+			r := &Reconciler{
+				Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
+				newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
+				watched:   map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},
+			}
+			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(l)})
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if tc.wantErr == "" && gotErr != "" || !strings.Contains(gotErr, tc.wantErr) {
+				t.Errorf("Reconcile error %q, want %q", gotErr, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantRes, res); diff != "" {
+				t.Errorf("Reconcile result (-want +got):\n%s", diff)
+			}
+			if writes != 1 {
+				t.Errorf("%d status writes, want 1", writes)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+				t.Fatal(err)
+			}
+			if got := apimeta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady) != nil; got != tc.wantReady {
+				t.Errorf("Ready written: %v, want %v", got, tc.wantReady)
+			}
+			if !slices.Contains(l.Finalizers, CleanupFinalizer) {
+				t.Errorf("finalizers %v, want %s", l.Finalizers, CleanupFinalizer)
+			}
+		})
+	}
+}

@@ -1,0 +1,179 @@
+package lien
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/pkg/lien"
+)
+
+// Liens and ClusterLiens are found from the cache by two field indexes,
+// not by listing every one on every event: kindsField, the kinds a lien
+// names (spec.protect, spec.heldBy, spec.helmReleasesOf), each as
+// gvkKey; notServedField, the liens whose Ready says a kind they name is
+// not served (a CRD's event looks at them again).
+const (
+	kindsField     = "spec.kinds"
+	notServedField = "status.kindNotServed"
+)
+
+func gvkKey(gvk schema.GroupVersionKind) string { return gvk.String() }
+
+// index registers the indexes on Lien and ClusterLien.
+func index(fi client.FieldIndexer) error {
+	for _, obj := range []client.Object{&v1alpha1.Lien{}, &v1alpha1.ClusterLien{}} {
+		if err := fi.IndexField(context.Background(), obj, kindsField, indexKinds); err != nil {
+			return fmt.Errorf("indexing %T by the kinds it names: %w", obj, err)
+		}
+		if err := fi.IndexField(context.Background(), obj, notServedField, indexNotServed); err != nil {
+			return fmt.Errorf("indexing %T by kinds not served: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+func indexKinds(obj client.Object) []string {
+	o, ok := wrap(obj)
+	if !ok {
+		return nil
+	}
+	protect, heldBy, _, _ := o.spec()
+	names := append(protect, heldBy...)
+	if of := o.helmReleasesOf(); of != nil {
+		names = append(names, ref{APIVersion: of.APIVersion, Kind: of.Kind})
+	}
+	var keys []string
+	for _, x := range names {
+		if gv, err := schema.ParseGroupVersion(x.APIVersion); err == nil {
+			keys = append(keys, gvkKey(gv.WithKind(x.Kind)))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func indexNotServed(obj client.Object) []string {
+	o, ok := wrap(obj)
+	if !ok {
+		return nil
+	}
+	for _, c := range o.status().Conditions {
+		if c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonKindNotServed {
+			return []string{"true"}
+		}
+	}
+	return nil
+}
+
+// watch starts, once per kind, the watch that re-reconciles every lien
+// naming that kind when one of its objects carrying lien markers changes;
+// CRDs, few, are watched whole on the manager's cache.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] {
+		return nil
+	}
+	if gvk != crdGVK {
+		if err := r.watches.Keep(metacache.Selection{GVK: gvk, Labels: lien.Label}); err != nil {
+			return err
+		}
+		r.watched[gvk] = true
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, changed client.Object) []reconcile.Request {
+		return r.requestsFor(ctx, gvk, changed)
+	}))
+	if err := r.controller.Watch(src); err != nil {
+		return fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+// follow watches, while o names them, the objects its protect and heldBy
+// entries select (its name as a field selector, or its label selector, in
+// its namespace); bad input selects nothing.
+func (r *Reconciler) follow(o object) error {
+	protect, heldBy, _, _ := o.spec()
+	var sels []metacache.Selection
+	for _, x := range append(protect, heldBy...) {
+		res, msg, _ := r.resolve(o, x)
+		if msg != "" {
+			continue
+		}
+		s := metacache.Selection{GVK: res.gvk, Namespace: res.namespace, Name: x.Name}
+		if x.Name == "" {
+			sel, err := metav1.LabelSelectorAsSelector(x.Selector)
+			if err != nil {
+				continue
+			}
+			s.Labels = sel.String()
+		}
+		sels = append(sels, s)
+	}
+	return r.watches.Follow(client.ObjectKeyFromObject(o.unwrap()), sels)
+}
+
+// watchedKinds is the kinds watch watches, sorted.
+func (r *Reconciler) watchedKinds() []schema.GroupVersionKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]schema.GroupVersionKind, 0, len(r.watched))
+	for gvk := range r.watched {
+		out = append(out, gvk)
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// requestsFor is the map function of the watches: which requests an event
+// of changed, an object of kind gvk, makes. It changes nothing: the liens
+// of this reconciler's kind that name gvk; the liens, gone, whose entries
+// changed carries (strays.go); changed's repair when its markers are
+// broken (repair.go); and, for a CRD, the liens it concerns (crd.go).
+func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
+	reqs := append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, changed)...)
+	if len(lien.Problems(changed)) > 0 {
+		reqs = append(reqs, repairRequest(objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}))
+	}
+	if gvk == crdGVK {
+		reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
+	}
+	return reqs
+}
+
+// liensNaming is the liens of this reconciler's kind whose protect, heldBy
+// or helmReleasesOf names gvk, from the cache by the kinds index.
+func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind) []reconcile.Request {
+	return r.requests(ctx, client.MatchingFields{kindsField: gvkKey(gvk)})
+}
+
+// requests is a request for each lien of this reconciler's kind that the
+// cache lists with opts.
+func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	l, err := r.list(ctx, r.Client, opts...)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing liens")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(l))
+	for _, o := range l {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
+	}
+	return reqs
+}
