@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -249,28 +248,26 @@ func (r *Reconciler) followHelmReleases(ctx context.Context, o object, objs []me
 // reconcileDeleteHelmReleases is reconcileDelete for a ClusterLien with
 // helmReleasesOf: it deletes the Liens it made (each releases its records,
 // or holds through its namespace's deletion while its object is there),
-// and its finalizer goes once they are gone.
-func (r *Reconciler) reconcileDeleteHelmReleases(ctx context.Context, o object) (reconcile.Result, error) {
+// and reports it released, for patchStatus to take its finalizer off, once
+// they are gone.
+func (r *Reconciler) reconcileDeleteHelmReleases(ctx context.Context, o object) (_ reconcile.Result, released bool, _ error) {
 	made, err := r.madeLiens(ctx, o.GetName())
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, false, err
 	}
 	var left []string
 	for key, have := range made {
 		left = append(left, key.String())
 		if have.DeletionTimestamp.IsZero() {
 			if err := r.deleteMade(ctx, have); err != nil {
-				return reconcile.Result{}, err
+				return reconcile.Result{}, false, err
 			}
 		}
 	}
 	slices.Sort(left)
 	if len(left) == 0 {
 		counts.set(r.kind(), client.ObjectKeyFromObject(o.unwrap()).String(), lienCount{}, true)
-		if err := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); err != nil {
-			return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, err))
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, true, nil
 	}
 	st := o.status()
 	st.ObservedGeneration = o.GetGeneration()
@@ -279,7 +276,7 @@ func (r *Reconciler) reconcileDeleteHelmReleases(ctx context.Context, o object) 
 		Type: v1alpha1.ConditionHeld, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReleased,
 		Message: "released: the lien is being deleted; waiting for the liens it made to go: " + strings.Join(left, ", "),
 	})
-	return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	return reconcile.Result{RequeueAfter: 5 * time.Second}, false, nil
 }
 
 // deleteMade deletes a Lien this ClusterLien made, as read live: the UID

@@ -165,7 +165,8 @@ func (r *Reconciler) kind() string {
 // it ensures the cleanup finalizer, then goes on in reconcileNormal or
 // reconcileDelete (reconcileHelmReleases or reconcileDeleteHelmReleases
 // for a ClusterLien with helmReleasesOf). The status is written once, at
-// the end (patchStatus). A refused write of markers becomes a condition
+// the end (patchStatus), and a released lien's finalizer taken off after
+// it, so that the status says why it went. A refused write of markers becomes a condition
 // naming the missing right, not a retry loop; a conflict requeues
 // silently. A request that names no lien asks to repair an object's
 // markers (repair.go); one for a lien that is gone takes its stray markers
@@ -187,8 +188,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap())))
 	before := o.status().DeepCopy()
+	released := false
 	defer func() {
-		res, reterr = r.patchStatus(ctx, o, before, res, reterr)
+		res, reterr = r.patchStatus(ctx, o, before, released, res, reterr)
 	}()
 
 	if o.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(o, CleanupFinalizer) {
@@ -202,11 +204,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	var err error
 	switch of, deleting := o.helmReleasesOf(), !o.GetDeletionTimestamp().IsZero(); {
 	case of != nil && deleting:
-		res, err = r.reconcileDeleteHelmReleases(ctx, o)
+		res, released, err = r.reconcileDeleteHelmReleases(ctx, o)
 	case of != nil:
 		res, err = r.reconcileHelmReleases(ctx, o, of)
 	case deleting:
-		res, err = r.reconcileDelete(ctx, o)
+		res, released, err = r.reconcileDelete(ctx, o)
 	default:
 		res, err = r.reconcileNormal(ctx, o)
 	}
@@ -221,21 +223,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 
 // patchStatus writes what the reconcile changed in o's status in one patch
 // (optimistic lock: a status read before someone else's write is not
-// written over it), and only if it changed. A conflict requeues silently;
-// o gone (its finalizer was just taken off) is no error; a failed write is
-// returned, with the reconcile's own error.
-func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, res reconcile.Result, err error) (reconcile.Result, error) {
-	if equality.Semantic.DeepEqual(before, o.status()) {
-		return res, err
+// written over it), and only if it changed; then, for a released lien,
+// takes its cleanup finalizer off, once the status is stored. A conflict
+// requeues silently; o gone is no error; a failed write is returned, with
+// the reconcile's own error.
+func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, released bool, res reconcile.Result, err error) (reconcile.Result, error) {
+	if !equality.Semantic.DeepEqual(before, o.status()) {
+		base := o.deepCopy()
+		*base.status() = *before
+		perr := r.Client.Status().Patch(ctx, o.unwrap(), client.MergeFromWithOptions(base.unwrap(), client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsNotFound(perr):
+			return reconcile.Result{}, err
+		case apierrors.IsConflict(perr):
+			return reconcile.Result{RequeueAfter: time.Second}, err
+		case perr != nil:
+			return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
+		}
 	}
-	base := o.deepCopy()
-	*base.status() = *before
-	perr := r.Client.Status().Patch(ctx, o.unwrap(), client.MergeFromWithOptions(base.unwrap(), client.MergeFromWithOptimisticLock{}))
-	switch {
-	case apierrors.IsConflict(perr):
-		res = reconcile.Result{RequeueAfter: time.Second}
-	case perr != nil && !apierrors.IsNotFound(perr):
-		err = errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
+	if released && err == nil {
+		if perr := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); perr != nil {
+			return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, perr))
+		}
 	}
 	if err != nil {
 		return reconcile.Result{}, err // the result is ignored with an error
@@ -279,32 +288,31 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, o object) (reconcile.R
 // it, except while its namespace is being deleted: then the namespace
 // controller deletes the Lien together with what it protects, and the
 // lien must hold until its holders, which that same namespace deletion
-// removes, are gone. Its cleanup finalizer goes once it is released.
-func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (reconcile.Result, error) {
+// removes, are gone. It reports whether the lien is released: then
+// patchStatus takes its cleanup finalizer off.
+func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (_ reconcile.Result, released bool, _ error) {
 	var f findings
 	holders, held, err := r.resolveHolders(ctx, o, &f)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, false, err
 	}
 	terminating, err := r.namespaceTerminating(ctx, o)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, false, err
 	}
 	_, heldBy, _, _ := o.spec()
 	held = held && len(heldBy) > 0 && terminating
 	if held, err = r.offCycle(ctx, o, holders, held, &f); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, false, err
 	}
 	if err := r.protect(ctx, o, holders, held, &f); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, false, err
 	}
 	if held {
-		return f.result()
+		res, err := f.result()
+		return res, false, err
 	}
-	if err := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); err != nil {
-		return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, err))
-	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, true, nil
 }
 
 // offCycle releases a lien held by holders that are its own protected

@@ -29,12 +29,6 @@ import (
 // patch at the end of the reconcile; a failed write is the reconcile's
 // error, not dropped, and a conflict requeues without one.
 func TestStatusWriteOnce(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, tc := range []struct {
 		name      string
 		write     error // what the status write answers
@@ -53,23 +47,13 @@ func TestStatusWriteOnce(t *testing.T) {
 				Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{}}}, Reason: "in use"},
 			}
 			writes := 0
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(l).WithStatusSubresource(&v1alpha1.Lien{}).
-				WithInterceptorFuncs(interceptor.Funcs{
-					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-						writes++
-						if tc.write != nil {
-							return tc.write
-						}
-						return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-					},
-				}).Build()
-			mapper := apimeta.NewDefaultRESTMapper(nil)
-			mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
-			r := &Reconciler{
-				Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
-				newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
-				watched:   map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},
-			}
+			c, r := fakeReconciler(t, l, func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				writes++
+				if tc.write != nil {
+					return tc.write
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			})
 			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(l)})
 			gotErr := ""
 			if err != nil {
@@ -94,5 +78,68 @@ func TestStatusWriteOnce(t *testing.T) {
 				t.Errorf("finalizers %v, want %s", l.Finalizers, CleanupFinalizer)
 			}
 		})
+	}
+}
+
+// TestFinalizerGoesAfterTheStatus is an error path (a fake client): a
+// released lien's cleanup finalizer comes off only once its status, which
+// says why it was released, is stored.
+func TestFinalizerGoesAfterTheStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		write    error
+		wantGone bool
+	}{
+		{"status written", nil, true},
+		{"status refused", apierrors.NewInternalError(errors.New("etcd is unavailable")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := metav1.Now()
+			l := &v1alpha1.Lien{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Generation: 1, DeletionTimestamp: &now, Finalizers: []string{CleanupFinalizer}},
+				Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "a"}}, Reason: "in use"},
+			}
+			var held *metav1.Condition
+			c, r := fakeReconciler(t, l, func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				held = apimeta.FindStatusCondition(obj.(*v1alpha1.Lien).Status.Conditions, v1alpha1.ConditionHeld)
+				if tc.write != nil {
+					return tc.write
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			})
+			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(l)})
+			if (err != nil) == tc.wantGone {
+				t.Errorf("Reconcile error %v, want one: %v", err, !tc.wantGone)
+			}
+			if held == nil || held.Reason != v1alpha1.ReasonReleased {
+				t.Errorf("Held written %+v, want %s", held, v1alpha1.ReasonReleased)
+			}
+			err = c.Get(ctx, client.ObjectKeyFromObject(l), l)
+			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+				t.Errorf("lien gone: %v (%v), want %v", gone, err, tc.wantGone)
+			}
+		})
+	}
+}
+
+// fakeReconciler is a Lien reconciler on a fake client holding l, whose
+// status writes go through write.
+func fakeReconciler(t *testing.T, l *v1alpha1.Lien, write func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error) (client.Client, *Reconciler) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(l).WithStatusSubresource(&v1alpha1.Lien{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: write}).Build()
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
+	return c, &Reconciler{
+		Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
+		newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
+		watched:   map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},
 	}
 }
