@@ -19,6 +19,6 @@
 // helmreleases.go); the status, with Ready summing up what was found wrong
 // (internal/controller/conditions), is written once, in a deferred patch.
 // A request that names no lien repairs an object's broken markers
-// (repair.go); the request of a lien that is gone takes its stray markers
-// off (strays.go).
+// (repair.go), or takes the stray markers of a lien that is gone off
+// (strays.go).
 package lien

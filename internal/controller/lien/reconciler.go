@@ -169,20 +169,20 @@ func (r *Reconciler) kind() string {
 // it, so that the status says why it went. A refused write of markers becomes a condition
 // naming the missing right, not a retry loop; a conflict requeues
 // silently. A request that names no lien asks to repair an object's
-// markers (repair.go); one for a lien that is gone takes its stray markers
-// off (strays.go).
+// markers (repair.go), or to take the stray markers of a lien that is
+// gone off (strays.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
 	if ref, ok := parseRepairRequest(req); ok {
 		return reconcile.Result{}, r.repair(ctx, ref)
+	}
+	if key, ok := parseStrayRequest(req); ok {
+		return reconcile.Result{}, r.releaseStrays(ctx, key)
 	}
 	o := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
 			counts.set(r.kind(), req.String(), lienCount{}, true)
-			if err := r.watches.Follow(req.NamespacedName, nil); err != nil {
-				return reconcile.Result{}, err
-			}
-			return reconcile.Result{}, r.releaseStrays(ctx, req.NamespacedName)
+			return reconcile.Result{}, r.watches.Follow(req.NamespacedName, nil)
 		}
 		return reconcile.Result{}, err
 	}

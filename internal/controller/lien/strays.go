@@ -21,13 +21,19 @@ import (
 // its own finalizer, but a marker write of a controller killed mid-request
 // can land after that (the soak found it): nothing would ever take it off,
 // and a Defer entry's finalizer would hold the object for good. So when a
-// watched object carries an entry of a lien the cache does not know, the
-// lien is reconciled; its reconcile finds it gone, and once a live read
-// confirms that, lists, live, the objects of every watched kind that carry
-// the lien label, and takes its entry off those whose entries name it.
+// watched object carries an entry of a lien the cache does not know, a
+// stray request for that lien is made; its reconcile, once a live read
+// confirms the lien gone, lists, live, the objects of every watched kind
+// that carry the lien label, and takes its entry off those whose entries
+// name it. (A lien's own deletion needs no such list: its release listed
+// what carries its entry before it let go of its finalizer.)
 
-// strayLiens is a request for each lien (of this reconciler's kind) that
-// changed carries an entry of and the cache does not have.
+// strayPrefix begins the name of a stray request, which no lien's name
+// can (see repairPrefix); the rest is the lien's name.
+const strayPrefix = "stray:"
+
+// strayLiens is a stray request for each lien (of this reconciler's kind)
+// that changed carries an entry of and the cache does not have.
 func (r *Reconciler) strayLiens(ctx context.Context, changed client.Object) []reconcile.Request {
 	entries, err := lien.Entries(changed)
 	if err != nil {
@@ -40,10 +46,17 @@ func (r *Reconciler) strayLiens(ctx context.Context, changed client.Object) []re
 			continue
 		}
 		if err := r.Client.Get(ctx, key, r.newObject().unwrap()); apierrors.IsNotFound(err) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: strayPrefix + key.Name}})
 		}
 	}
 	return reqs
+}
+
+// parseStrayRequest is the lien a stray request names; ok is false for
+// other requests.
+func parseStrayRequest(req reconcile.Request) (_ types.NamespacedName, ok bool) {
+	name, ok := strings.CutPrefix(req.Name, strayPrefix)
+	return types.NamespacedName{Namespace: req.Namespace, Name: name}, ok
 }
 
 // lienKey parses an entry's lien ("namespace/name" for a Lien, "name" for
