@@ -245,6 +245,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1
 		if perr := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); perr != nil {
 			return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, perr))
 		}
+		// It goes now: so do its watches.
+		if perr := r.watches.Follow(client.ObjectKeyFromObject(o.unwrap()), nil); perr != nil {
+			return reconcile.Result{}, perr
+		}
 	}
 	if err != nil {
 		return reconcile.Result{}, err // the result is ignored with an error

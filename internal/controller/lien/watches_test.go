@@ -67,7 +67,7 @@ func TestOnlyWhatLiensNameIsWatched(t *testing.T) {
 	if err := k.Delete(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the lien's watches gone with it", func(context.Context) (bool, error) {
+	eventually(t, time.Minute, "the lien's watches gone with it", func(context.Context) (bool, error) {
 		keys := shared.Keys()
 		return !slices.ContainsFunc(perLien, func(k metacache.Key) bool { return slices.Contains(keys, k) }), nil
 	})
