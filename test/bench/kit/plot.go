@@ -67,7 +67,7 @@ func Plot(path string, axes Axes, lines []Series) error {
 		}
 		p.Add(l)
 		if s.Marked {
-			dots.GlyphStyle.Color = c
+			dots.Color = c
 			p.Add(dots)
 			p.Legend.Add(s.Name, l, dots)
 		} else {
