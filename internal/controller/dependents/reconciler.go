@@ -76,12 +76,6 @@ type Reconciler struct {
 	beforeDelete func(ctx context.Context, r request)
 }
 
-// Setup registers the dependents controller with mgr.
-func Setup(mgr ctrl.Manager) error {
-	_, err := New(mgr, Options{})
-	return err
-}
-
 // New registers the dependents controller with mgr and returns its reconciler.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.DiscoveryInterval == 0 {

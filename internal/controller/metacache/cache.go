@@ -169,9 +169,6 @@ func (i *Informer) Release() {
 	})
 }
 
-// Key is what the informer lists.
-func (i *Informer) Key() Key { return i.key }
-
 // HasSynced reports whether the informer has listed, and this user's
 // handler has been given every object of that list.
 func (i *Informer) HasSynced() bool {
@@ -193,11 +190,6 @@ func (i *Informer) Get(namespace, name string) (*metav1.PartialObjectMetadata, b
 		return nil, false
 	}
 	return obj.(*metav1.PartialObjectMetadata), true
-}
-
-// List returns every cached object (not to be changed).
-func (i *Informer) List() []*metav1.PartialObjectMetadata {
-	return asMeta(i.s.inf.GetStore().List())
 }
 
 // ByIndex returns the cached objects whose index name has value.
@@ -262,15 +254,15 @@ func (c *Cache) Keys() []Key {
 
 func compareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
 
-// Runnable is what a controller manager takes to run the cache.
-type Runnable interface {
+// Manager is the part of a controller manager that runs a cache.
+type Manager interface {
 	GetConfig() *rest.Config
 	Add(manager.Runnable) error
 }
 
 // OrNew returns c, or, when c is nil (a controller set up alone), a cache
 // of its own that mgr runs.
-func OrNew(mgr Runnable, c *Cache) (*Cache, error) {
+func OrNew(mgr Manager, c *Cache) (*Cache, error) {
 	if c != nil {
 		return c, nil
 	}

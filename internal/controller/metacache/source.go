@@ -3,8 +3,6 @@ package metacache
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -181,11 +179,4 @@ func (s *Source) Follow(obj types.NamespacedName, wanted []Selection) error {
 		return fmt.Errorf("following %s: %v", obj, errs)
 	}
 	return nil
-}
-
-// Following is what the source watches for obj, sorted.
-func (s *Source) Following(obj types.NamespacedName) []Key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.SortedFunc(maps.Keys(s.by[obj]), compareKeys)
 }
