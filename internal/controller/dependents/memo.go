@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/cache"
 
@@ -95,3 +96,88 @@ func (g *goneOwners) check(ctx context.Context, k ownerKey, read func() (gone bo
 	close(l.done)
 	return l.gone, l.err
 }
+
+// wentHeldTTL is how long an owner seen gone from the owners' informer is
+// not read again by name: long enough for its dependents' delete events,
+// short enough that an owner re-created under its name is soon held.
+const wentHeldTTL = 10 * time.Second
+
+// readTTL is how long an owner read live by a dependent's check serves the
+// request to hold it: a copy that old costs at most a conflict (the hold
+// is a patch with its resourceVersion).
+const readTTL = time.Second
+
+// ownerMemo is what the watcher saw of owners a moment ago, in expiring
+// memos bounded as goneOwners is. None of it ever makes teardown delete:
+// it only spares a live read, or times a histogram.
+type ownerMemo struct {
+	// goneAt remembers when an owner was first seen gone (its delete
+	// event, or a live GET), for the owner-gone-to-dependent-gone
+	// histogram.
+	goneAt *cache.LRUExpireCache // types.UID -> time.Time
+	// wentHeld remembers the owners the owners' informer saw go while
+	// being deleted, so that requests for them need no live GET.
+	wentHeld *cache.LRUExpireCache // request -> struct{}
+	// read remembers for a moment the owners a dependent's check read
+	// live and found alive but not held, for the request to hold them.
+	read *cache.LRUExpireCache // request -> *metav1.PartialObjectMetadata
+}
+
+func newOwnerMemo() ownerMemo {
+	return ownerMemo{
+		goneAt:   cache.NewLRUExpireCache(goneMemoSize),
+		wentHeld: cache.NewLRUExpireCache(goneMemoSize),
+		read:     cache.NewLRUExpireCache(goneMemoSize),
+	}
+}
+
+// seenGone records when owner uid was first seen gone.
+func (m ownerMemo) seenGone(uid types.UID) {
+	if _, ok := m.goneAt.Get(uid); !ok {
+		m.goneAt.Add(uid, time.Now(), goneTTL)
+	}
+}
+
+// goneSince tells when owner uid was first seen gone.
+func (m ownerMemo) goneSince(uid types.UID) (time.Time, bool) {
+	t, ok := m.goneAt.Get(uid)
+	if !ok {
+		return time.Time{}, false
+	}
+	return t.(time.Time), true
+}
+
+// wentWhileHeld records that the owner req names, uid, left the owners'
+// informer while being deleted: it is gone.
+func (m ownerMemo) wentWhileHeld(req request, uid types.UID) {
+	m.seenGone(uid)
+	m.wentHeld.Add(req, struct{}{}, wentHeldTTL)
+}
+
+// wentAMomentAgo reports whether the owner req names left the owners'
+// informer a moment ago while being deleted.
+func (m ownerMemo) wentAMomentAgo(req request) bool {
+	_, ok := m.wentHeld.Get(req)
+	return ok
+}
+
+// readLive records owner, just read live and not in the owners' cache,
+// for a moment: the owner's other dependents and the request that holds
+// it need no GET. It only ever makes a dependent look again: an event of
+// the owners' informer forgets it (forgetRead).
+func (m ownerMemo) readLive(req request, owner *metav1.PartialObjectMetadata) {
+	m.read.Add(req, owner, readTTL)
+}
+
+// recentlyRead returns the owner req names if a check read it a moment ago.
+func (m ownerMemo) recentlyRead(req request) (*metav1.PartialObjectMetadata, bool) {
+	o, ok := m.read.Get(req)
+	if !ok {
+		return nil, false
+	}
+	return o.(*metav1.PartialObjectMetadata), true
+}
+
+// forgetRead drops the live read of the owner req names: the owners'
+// informer knows better than a read made before its event.
+func (m ownerMemo) forgetRead(req request) { m.read.Remove(req) }

@@ -27,13 +27,47 @@ const foregroundPoll = 2 * time.Second
 // policy needs it or that have linked dependents and, once they are being
 // deleted, deletes or orphans their dependents as the policy says (or keeps
 // them all, for a propagationPolicy Orphan deletion), then releases them.
+// It has the shape of the lien and teardown reconcilers (get, then
+// reconcileOwnerNormal or reconcileOwnerDelete) without their deferred
+// status patch: an owner is someone else's object, so what happened is
+// told in events and metrics (see doc.go).
 func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile.Result, error) {
 	owner, err := r.ownerOf(ctx, req)
 	if err != nil || owner == nil {
 		return reconcile.Result{}, err
 	}
+	if owner.DeletionTimestamp == nil {
+		return reconcile.Result{}, r.reconcileOwnerNormal(ctx, req, owner)
+	}
+	return r.reconcileOwnerDelete(ctx, req, owner)
+}
+
+// reconcileOwnerNormal holds an owner that is not being deleted when its
+// policy or its linked dependents need it, and releases it otherwise.
+func (r *Reconciler) reconcileOwnerNormal(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) error {
+	policy, err := r.policyOf(ctx, req, owner)
+	if err != nil {
+		return nil // reported; a held finalizer stays held until the label is fixed
+	}
 	has := slices.Contains(owner.Finalizers, links.Finalizer)
-	if owner.DeletionTimestamp != nil && has && slices.Contains(owner.Finalizers, metav1.FinalizerOrphanDependents) {
+	needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(string(owner.UID))) > 0
+	labelled := owner.Labels[links.OwnerLabel] == "true"
+	switch {
+	case needs && (!has || !labelled):
+		return r.holdOwner(ctx, req, owner)
+	case !needs && (has || labelled):
+		return r.releaseOwner(ctx, req, owner)
+	}
+	return nil
+}
+
+// reconcileOwnerDelete applies the deletion policy of an owner being
+// deleted that carries teardown's finalizer, then releases it.
+func (r *Reconciler) reconcileOwnerDelete(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) (reconcile.Result, error) {
+	if !slices.Contains(owner.Finalizers, links.Finalizer) {
+		return reconcile.Result{}, nil // deletion started before the finalizer was added: see docs/owners.md
+	}
+	if slices.Contains(owner.Finalizers, metav1.FinalizerOrphanDependents) {
 		// kubectl delete --cascade=orphan: the deleter asked to keep the
 		// dependents, whatever the policy says. kube-apiserver keeps the
 		// finalizer "orphan" while ours is there (policy
@@ -45,26 +79,9 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 		}
 		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
 	}
-	policy, err := links.PolicyOf(owner)
+	policy, err := r.policyOf(ctx, req, owner)
 	if err != nil {
-		// Neither delete nor orphan on a policy we do not understand; a
-		// held finalizer stays held until the label is fixed.
-		r.event(ctx, req.GVR, owner, nil, "Warning", ReasonInvalidOwner, "Check", err.Error())
-		return reconcile.Result{}, nil
-	}
-	if owner.DeletionTimestamp == nil {
-		needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(string(owner.UID))) > 0
-		labelled := owner.Labels[links.OwnerLabel] == "true"
-		switch {
-		case needs && (!has || !labelled):
-			return reconcile.Result{}, r.holdOwner(ctx, req, owner)
-		case !needs && (has || labelled):
-			return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
-		}
-		return reconcile.Result{}, nil
-	}
-	if !has {
-		return reconcile.Result{}, nil // deletion started before the finalizer was added: see docs/owners.md
+		return reconcile.Result{}, nil // reported; neither delete nor orphan on a policy we do not understand
 	}
 	switch policy.Effective(owner) {
 	case links.PolicyOrphan:
@@ -89,6 +106,16 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, req request) (reconcile
 	}
 }
 
+// policyOf is owner's deletion policy; one it cannot read is reported as
+// an InvalidOwner event on the owner, and returned as an error.
+func (r *Reconciler) policyOf(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) (links.Policy, error) {
+	policy, err := links.PolicyOf(owner)
+	if err != nil {
+		r.event(ctx, req.GVR, owner, nil, "Warning", ReasonInvalidOwner, "Check", err.Error())
+	}
+	return policy, err
+}
+
 // ownerOf returns the owner req names as the watcher's caches hold it, or
 // read live when no cache does (an owner teardown does not hold yet, or
 // that just left the policy selector); nil when it is gone. An owner the
@@ -107,7 +134,7 @@ func (r *Reconciler) ownerOf(ctx context.Context, req request) (*metav1.PartialO
 	if o, ok := r.w.cachedOwner(req.GVR, req.Namespace, req.Name); ok {
 		return o, nil
 	}
-	if r.w.wentWhileHeld(req) {
+	if r.w.wentAMomentAgo(req) {
 		return nil, nil
 	}
 	if o, ok := r.w.recentlyRead(req); ok {

@@ -10,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	kcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
@@ -36,16 +34,6 @@ type request struct {
 }
 
 const ownerUIDIndex = "teardown.dev/owner-uid"
-
-// wentHeldTTL is how long an owner seen gone from the owners' informer is
-// not read again by name: long enough for its dependents' delete events,
-// short enough that an owner re-created under its name is soon held.
-const wentHeldTTL = 10 * time.Second
-
-// readTTL is how long an owner read live by a dependent's check serves the
-// request to hold it: a copy that old costs at most a conflict (the hold
-// is a patch with its resourceVersion).
-const readTTL = time.Second
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -75,16 +63,7 @@ type watcher struct {
 	policies   map[schema.GroupVersionResource]*metacache.Informer
 	owners     map[schema.GroupVersionResource]*metacache.Informer
 
-	// goneAt remembers when an owner was first seen gone (its delete
-	// event, or a live GET), for the owner-gone-to-dependent-gone
-	// histogram; bounded as the memo of gone owners is.
-	goneAt *kcache.LRUExpireCache // types.UID -> time.Time
-	// wentHeld remembers the owners the owners' informer saw go while
-	// being deleted, so that requests for them need no live GET.
-	wentHeld *kcache.LRUExpireCache // request -> struct{}
-	// read remembers for a moment the owners a dependent's check read
-	// live and found alive but not held, for the request to hold them.
-	read *kcache.LRUExpireCache // request -> *metav1.PartialObjectMetadata
+	ownerMemo // what was seen of owners a moment ago (memo.go)
 }
 
 func newWatcher(c *metacache.Cache, disc discovery.DiscoveryInterface, interval time.Duration) *watcher {
@@ -96,50 +75,8 @@ func newWatcher(c *metacache.Cache, disc discovery.DiscoveryInterface, interval 
 		dependents: map[schema.GroupVersionResource]*metacache.Informer{},
 		policies:   map[schema.GroupVersionResource]*metacache.Informer{},
 		owners:     map[schema.GroupVersionResource]*metacache.Informer{},
-		goneAt:     kcache.NewLRUExpireCache(goneMemoSize),
-		wentHeld:   kcache.NewLRUExpireCache(goneMemoSize),
-		read:       kcache.NewLRUExpireCache(goneMemoSize),
+		ownerMemo:  newOwnerMemo(),
 	}
-}
-
-// seenGone records when owner uid was first seen gone.
-func (w *watcher) seenGone(uid types.UID) {
-	if _, ok := w.goneAt.Get(uid); !ok {
-		w.goneAt.Add(uid, time.Now(), goneTTL)
-	}
-}
-
-// wentWhileHeld reports whether the owner req names left the owners'
-// informer a moment ago while being deleted: it is gone.
-func (w *watcher) wentWhileHeld(req request) bool {
-	_, ok := w.wentHeld.Get(req)
-	return ok
-}
-
-// readLive records owner, just read live and not in the owners' cache,
-// for a moment: the owner's other dependents and the request that holds
-// it need no GET. It only ever makes a dependent look again: an event of
-// the owners' informer forgets it.
-func (w *watcher) readLive(req request, owner *metav1.PartialObjectMetadata) {
-	w.read.Add(req, owner, readTTL)
-}
-
-// recentlyRead returns the owner req names if a check read it a moment ago.
-func (w *watcher) recentlyRead(req request) (*metav1.PartialObjectMetadata, bool) {
-	o, ok := w.read.Get(req)
-	if !ok {
-		return nil, false
-	}
-	return o.(*metav1.PartialObjectMetadata), true
-}
-
-// goneSince tells when owner uid was first seen gone.
-func (w *watcher) goneSince(uid types.UID) (time.Time, bool) {
-	t, ok := w.goneAt.Get(uid)
-	if !ok {
-		return time.Time{}, false
-	}
-	return t.(time.Time), true
 }
 
 func (w *watcher) String() string { return "teardown dependents and owners (shared metadata cache)" }
@@ -499,7 +436,7 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 	}
 	// The informer knows better than a live read made before its event.
 	fresh := func(m *metav1.PartialObjectMetadata) {
-		w.read.Remove(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name})
+		w.forgetRead(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -533,8 +470,7 @@ func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cac
 			if policy {
 				self(m)
 			} else if m.DeletionTimestamp != nil {
-				w.seenGone(m.UID)
-				w.wentHeld.Add(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name}, struct{}{}, wentHeldTTL)
+				w.wentWhileHeld(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name}, m.UID)
 			}
 			deps(m)
 		},
