@@ -148,16 +148,21 @@ func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialOb
 	return entries, gone, carriers, nil
 }
 
-// liensProtecting is the liens (of both kinds, from the cache) that
-// protect obj: those whose status lists it, by UID, as protected, and those
-// that hold and whose spec names it (their status may not say so yet).
+// liensProtecting is the liens (of both kinds, from the cache, by the
+// protected-UID and kinds indexes) that protect obj: those whose status
+// lists it, by UID, as protected, and those that hold and whose spec names
+// it (their status may not say so yet).
 func (r *Reconciler) liensProtecting(ctx context.Context, obj *metav1.PartialObjectMetadata) ([]string, error) {
-	all, err := allLiens(ctx, r.Client)
+	listed, err := allLiens(ctx, r.Client, client.MatchingFields{protectedField: string(obj.UID)})
+	if err != nil {
+		return nil, err
+	}
+	naming, err := allLiens(ctx, r.Client, client.MatchingFields{kindsField: gvkKey(obj.GroupVersionKind())})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, l := range all {
+	for _, l := range append(listed, naming...) {
 		listed := slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
 			return s.State == v1alpha1.StateProtected && s.UID == string(obj.UID) && s.Name == obj.Name && s.Namespace == obj.Namespace
 		})
@@ -165,7 +170,8 @@ func (r *Reconciler) liensProtecting(ctx context.Context, obj *metav1.PartialObj
 			out = append(out, lien.Key(l.GetNamespace(), l.GetName()))
 		}
 	}
-	return out, nil
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // holds reports whether l holds, or has not said yet: managed by the
@@ -200,14 +206,15 @@ func names(l object, obj *metav1.PartialObjectMetadata) bool {
 	return false
 }
 
-// allLiens lists every Lien and ClusterLien.
-func allLiens(ctx context.Context, c client.Reader) ([]object, error) {
+// allLiens lists the Liens and ClusterLiens opts select (every one
+// without opts).
+func allLiens(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
 	var ls v1alpha1.LienList
-	if err := c.List(ctx, &ls); err != nil {
+	if err := c.List(ctx, &ls, opts...); err != nil {
 		return nil, fmt.Errorf("listing liens: %w", err)
 	}
 	var cls v1alpha1.ClusterLienList
-	if err := c.List(ctx, &cls); err != nil {
+	if err := c.List(ctx, &cls, opts...); err != nil {
 		return nil, fmt.Errorf("listing cluster liens: %w", err)
 	}
 	var out []object

@@ -19,14 +19,16 @@ import (
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
-// Liens and ClusterLiens are found from the cache by two field indexes,
-// not by listing every one on every event: kindsField, the kinds a lien
-// names (spec.protect, spec.heldBy, spec.helmReleasesOf), each as
-// gvkKey; notServedField, the liens whose Ready says a kind they name is
-// not served (a CRD's event looks at them again).
+// Liens and ClusterLiens are found from the cache by field indexes, not by
+// listing every one on every event: kindsField, the kinds a lien names
+// (spec.protect, spec.heldBy, spec.helmReleasesOf), each as gvkKey;
+// notServedField, the liens whose Ready says a kind they name is not served
+// (a CRD's event looks at them again); protectedField, the UIDs a lien's
+// status lists as protected (a repair finds the liens of an object by it).
 const (
 	kindsField     = "spec.kinds"
 	notServedField = "status.kindNotServed"
+	protectedField = "status.protectedUIDs"
 )
 
 func gvkKey(gvk schema.GroupVersionKind) string { return gvk.String() }
@@ -39,6 +41,9 @@ func index(fi client.FieldIndexer) error {
 		}
 		if err := fi.IndexField(context.Background(), obj, notServedField, indexNotServed); err != nil {
 			return fmt.Errorf("indexing %T by kinds not served: %w", obj, err)
+		}
+		if err := fi.IndexField(context.Background(), obj, protectedField, indexProtected); err != nil {
+			return fmt.Errorf("indexing %T by the objects it protects: %w", obj, err)
 		}
 	}
 	return nil
@@ -75,6 +80,21 @@ func indexNotServed(obj client.Object) []string {
 		}
 	}
 	return nil
+}
+
+func indexProtected(obj client.Object) []string {
+	o, ok := wrap(obj)
+	if !ok {
+		return nil
+	}
+	var uids []string
+	for _, s := range o.status().Protected {
+		if s.State == v1alpha1.StateProtected && s.UID != "" {
+			uids = append(uids, s.UID)
+		}
+	}
+	slices.Sort(uids)
+	return slices.Compact(uids)
 }
 
 // watch starts, once per kind, the watch that re-reconciles every lien
