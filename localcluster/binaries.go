@@ -245,7 +245,7 @@ func EnsureVersionBinaries(ctx context.Context, v Version, cacheDir string, prog
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return Binaries{}, fmt.Errorf("creating the binary cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(root, "build.lock"), progress)
+	unlock, err := LockFile(ctx, filepath.Join(root, "build.lock"), progress, "localcluster: another process is building the control plane; waiting for it")
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -414,8 +414,11 @@ func allExist(paths []string) bool {
 	return true
 }
 
-// lockFile takes an exclusive flock on path, saying so when it has to wait.
-func lockFile(ctx context.Context, path string, progress io.Writer) (func(), error) {
+// LockFile takes an exclusive flock on path, waiting (and writing waiting
+// to progress) while another process holds it, and returns how to let go
+// of it. The control plane's build and other builds of the project's
+// tools share it to never build the same thing twice at once.
+func LockFile(ctx context.Context, path string, progress io.Writer, waiting string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the build lock: %w", err)
@@ -427,7 +430,7 @@ func lockFile(ctx context.Context, path string, progress io.Writer) (func(), err
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	fmt.Fprintln(progress, "localcluster: another process is building the control plane; waiting for it")
+	fmt.Fprintln(progress, waiting)
 	for {
 		select {
 		case <-ctx.Done():

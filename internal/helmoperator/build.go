@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -20,11 +19,12 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/teardown-dev/teardown/localcluster"
 )
 
 // SourceDir is where the operator's module is in the teardown repository.
@@ -89,7 +89,7 @@ func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (strin
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("creating the helm operator's cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(root, "build.lock"), progress)
+	unlock, err := localcluster.LockFile(ctx, filepath.Join(root, "build.lock"), progress, "helm-operator: another process is building it; waiting for it")
 	if err != nil {
 		return "", err
 	}
@@ -186,34 +186,4 @@ func buildKey(ctx context.Context, src string) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", src, err)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-// lockFile takes an exclusive lock on path, waiting for another process
-// that holds it, and returns how to let go of it.
-func lockFile(ctx context.Context, path string, progress io.Writer) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening the build lock: %w", err)
-	}
-	unlock := func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if err == nil {
-		return unlock, nil
-	}
-	if !errors.Is(err, syscall.EWOULDBLOCK) {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	fmt.Fprintln(progress, "helm-operator: another process is building it; waiting for it")
-	for {
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			return unlock, nil
-		}
-	}
 }

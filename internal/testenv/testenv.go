@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -120,4 +122,19 @@ func Gone(ctx context.Context, c client.Reader, obj client.Object) (bool, error)
 		return true, nil
 	}
 	return false, err
+}
+
+// BuildTeardown builds cmd/teardown into dir (made if missing) and returns
+// the binary's path: for the suites that run teardown as a process, as a
+// user does.
+func BuildTeardown(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "teardown")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/teardown-dev/teardown/cmd/teardown").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building teardown: %w\n%s", err, out)
+	}
+	return bin, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -38,10 +39,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(work)
-		build := exec.Command("go", "build", "-o", filepath.Join(work, "bin", "teardown"), "github.com/teardown-dev/teardown/cmd/teardown")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building teardown:", err)
+		if _, err := testenv.BuildTeardown(filepath.Join(work, "bin")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		if cluster, err = localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/test/bench/kit"
 )
@@ -63,7 +64,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	bin, err := kit.BuildTeardown(dir)
+	bin, err := testenv.BuildTeardown(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

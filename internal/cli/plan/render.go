@@ -143,31 +143,45 @@ func edgeLabel(n *Node) string {
 	}
 }
 
+// walk calls node for every node of the tree under root, parents first,
+// then edge for every parent and child, in the same order: both graph
+// formats declare their nodes before their edges.
+func walk(root *Node, node func(n *Node), edge func(parent, child *Node)) {
+	var nodes, edges func(n *Node)
+	nodes = func(n *Node) {
+		node(n)
+		for _, c := range n.Children {
+			nodes(c)
+		}
+	}
+	edges = func(n *Node) {
+		for _, c := range n.Children {
+			edge(n, c)
+			edges(c)
+		}
+	}
+	nodes(root)
+	edges(root)
+}
+
+// indirect tells the edges drawn dashed: a teardown owner link or a Helm
+// release, not a native ownerReference.
+func indirect(n *Node) bool { return n.Via == "teardown owner link" || n.Via == "helm release" }
+
 // Dot is the plan as a Graphviz digraph.
 func Dot(p *Plan) string {
 	fill := map[string]string{ActionDelete: "#d9f2d9", ActionOrphan: "#fff2cc", ActionKeep: "#ddeeff", ActionBlock: "#f8cecc"}
 	var b strings.Builder
 	b.WriteString("digraph plan {\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n")
-	var walk func(n *Node)
-	walk = func(n *Node) {
+	walk(p.Root, func(n *Node) {
 		fmt.Fprintf(&b, "  %s [label=\"%s\", fillcolor=\"%s\"];\n", n.ID, label(n), fill[n.Action])
-		for _, c := range n.Children {
-			walk(c)
+	}, func(n, c *Node) {
+		style := ""
+		if indirect(c) {
+			style = ", style=dashed"
 		}
-	}
-	walk(p.Root)
-	var edges func(n *Node)
-	edges = func(n *Node) {
-		for _, c := range n.Children {
-			style := ""
-			if c.Via == "teardown owner link" || c.Via == "helm release" {
-				style = ", style=dashed"
-			}
-			fmt.Fprintf(&b, "  %s -> %s [label=\"%s\"%s];\n", n.ID, c.ID, edgeLabel(c), style)
-			edges(c)
-		}
-	}
-	edges(p.Root)
+		fmt.Fprintf(&b, "  %s -> %s [label=\"%s\"%s];\n", n.ID, c.ID, edgeLabel(c), style)
+	})
 	b.WriteString("}\n")
 	return b.String()
 }
@@ -177,27 +191,16 @@ func Mermaid(p *Plan) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	classes := map[string][]string{}
-	var walk func(n *Node)
-	walk = func(n *Node) {
+	walk(p.Root, func(n *Node) {
 		fmt.Fprintf(&b, "  %s[\"%s\"]\n", n.ID, strings.ReplaceAll(label(n), "\\n", "<br/>"))
 		classes[n.Action] = append(classes[n.Action], n.ID)
-		for _, c := range n.Children {
-			walk(c)
+	}, func(n, c *Node) {
+		arrow := "-->"
+		if indirect(c) {
+			arrow = "-.->"
 		}
-	}
-	walk(p.Root)
-	var edges func(n *Node)
-	edges = func(n *Node) {
-		for _, c := range n.Children {
-			arrow := "-->"
-			if c.Via == "teardown owner link" || c.Via == "helm release" {
-				arrow = "-.->"
-			}
-			fmt.Fprintf(&b, "  %s %s|%s| %s\n", n.ID, arrow, edgeLabel(c), c.ID)
-			edges(c)
-		}
-	}
-	edges(p.Root)
+		fmt.Fprintf(&b, "  %s %s|%s| %s\n", n.ID, arrow, edgeLabel(c), c.ID)
+	})
 	b.WriteString("  classDef delete fill:#d9f2d9,stroke:#2d7a2d\n  classDef orphan fill:#fff2cc,stroke:#b38f00\n  classDef keep fill:#ddeeff,stroke:#3366aa\n  classDef blocked fill:#f8cecc,stroke:#b85450,stroke-width:2px\n")
 	for _, a := range []string{ActionDelete, ActionOrphan, ActionKeep, ActionBlock} {
 		if ids := classes[a]; len(ids) > 0 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/test/bench/kit"
 )
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		kube = kubernetes.NewForConfigOrDie(cfg)
 		dyn = dynamic.NewForConfigOrDie(cfg)
 		kubeconfig = c.KubeconfigPath()
-		if teardown, err = kit.BuildTeardown(dir); err != nil {
+		if teardown, err = testenv.BuildTeardown(dir); err != nil {
 			return err
 		}
 		return install.Apply(context.Background(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard)

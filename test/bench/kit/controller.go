@@ -4,21 +4,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 )
-
-// BuildTeardown builds cmd/teardown into dir and returns the binary's path.
-func BuildTeardown(dir string) (string, error) {
-	bin := filepath.Join(dir, "teardown")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/teardown-dev/teardown/cmd/teardown").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building teardown: %w\n%s", err, out)
-	}
-	return bin, nil
-}
 
 // Controller is `teardown controller` running as a child process, the way
 // it runs in a cluster: one process, killable with SIGKILL.

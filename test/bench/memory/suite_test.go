@@ -16,6 +16,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/test/bench/kit"
 )
@@ -49,7 +50,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		kcm = bins.ControllerManager
-		teardown, err = kit.BuildTeardown(p.dir)
+		teardown, err = testenv.BuildTeardown(p.dir)
 		return err
 	})
 }
