@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -61,9 +65,78 @@ func run() error {
 	}
 	// The MutatingAdmissionPolicy for Helm's release records needs
 	// Kubernetes 1.36: a value turns it off on older clusters.
-	return copyFile("config/policy/lien-helm.yaml", "charts/teardown/templates/lien-helm.yaml", func(s string) string {
+	if err := copyFile("config/policy/lien-helm.yaml", "charts/teardown/templates/lien-helm.yaml", func(s string) string {
 		return "{{- if .Values.helmRecordsPolicy.enabled }}\n" + strings.ReplaceAll(s, ns, templateNS) + "{{- end }}\n"
+	}); err != nil {
+		return err
+	}
+	return hookNames("charts/teardown/templates/uninstall-hook.yaml")
+}
+
+// hookResources matches, in the uninstall hook's ClusterRole, the rule on
+// admission policies of one kind and its resourceNames line.
+var hookResources = regexp.MustCompile(`(?m)^(  resources: \[(validating|mutating)admissionpolicies, [a-z]+admissionpolicybindings\]\n  resourceNames: \[)[^\]]*\]`)
+
+// hookNames writes, into the uninstall hook (a template of the chart's
+// own), the names of the policies and bindings it may delete: those of
+// config/policy, so that a policy added there is not forgotten there.
+func hookNames(hook string) error {
+	names, err := policyNames("config/policy")
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(hook) //nolint:gosec // the repository's own files
+	if err != nil {
+		return err
+	}
+	found := 0
+	out := hookResources.ReplaceAllStringFunc(string(data), func(m string) string {
+		found++
+		sub := hookResources.FindStringSubmatch(m)
+		return sub[1] + strings.Join(names[sub[2]], ", ") + "]"
 	})
+	if found != 2 {
+		return fmt.Errorf("%s: found %d resourceNames rules on admission policies, want 2", hook, found)
+	}
+	return os.WriteFile(hook, []byte(out), 0o644) //nolint:gosec // the repository's own files
+}
+
+// policyNames is the names of the admission policies and bindings in dir's
+// manifests, sorted, by "validating" and "mutating".
+func policyNames(dir string) (map[string][]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	names := map[string][]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f) //nolint:gosec // the repository's own files
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			var obj struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			switch obj.Kind {
+			case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+				names["validating"] = append(names["validating"], obj.Metadata.Name)
+			case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+				names["mutating"] = append(names["mutating"], obj.Metadata.Name)
+			}
+		}
+	}
+	for k, v := range names {
+		slices.Sort(v)
+		names[k] = slices.Compact(v)
+	}
+	return names, nil
 }
 
 func copyFile(from, to string, edit func(string) string) error {
