@@ -37,11 +37,13 @@ func helmRecord(t *testing.T, ns, name string, rev int) *corev1.Secret {
 	return s
 }
 
-// helmReleasesOf creates a ClusterLien following every object of gvk.
-func helmReleasesOf(t *testing.T, name string, gvk schema.GroupVersionKind) *v1alpha1.ClusterLien {
+// helmReleasesOf creates a ClusterLien following every object of gvk, its
+// name prefix followed by a generated suffix (a test run again, -count,
+// does not meet the last run's lien still going).
+func helmReleasesOf(t *testing.T, prefix string, gvk schema.GroupVersionKind) *v1alpha1.ClusterLien {
 	t.Helper()
 	cl := &v1alpha1.ClusterLien{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
 		Spec: v1alpha1.ClusterLienSpec{
 			HelmReleasesOf: &v1alpha1.HelmReleasesOf{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind},
 			Mode:           v1alpha1.LienModeDefer,
@@ -200,6 +202,10 @@ func TestHelmReleasesOfAKind(t *testing.T) {
 		t.Errorf("a's record after the ClusterLien went: %v, finalizers %v; want it released", err, a1.Finalizers)
 	}
 	if err := removeFinalizer(ctx, k, a, helmFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing of the kind is left for the next run to follow.
+	if err := k.Delete(ctx, a); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
 }
