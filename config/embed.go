@@ -27,6 +27,7 @@ var Files = []string{
 	"policy/lien-rights.yaml",
 	"policy/owner-links.yaml",
 	"policy/teardown-foreground.yaml",
+	"policy/teardown-rights.yaml",
 }
 
 // ControllerFiles are the controller's Deployment, PodDisruptionBudget and

@@ -303,7 +303,7 @@ type TeardownSpec struct {
 	// Teardown itself is deleted, or when `teardown run` runs it.
 	// +optional
 	Trigger *ObjectReference `json:"trigger,omitempty"`
-	// KeepUntilDone lists objects kept (Defer liens) until the last step
+	// KeepUntilDone lists objects kept (a Deny lien) until the last step
 	// finished: the operator's RBAC, typically. Protected from the moment
 	// the plan is armed, so that deleting everything at once keeps them.
 	// +optional

@@ -9,8 +9,8 @@ const TrustName = "teardown"
 // TrustSpec says who teardown's admission policies trust.
 type TrustSpec struct {
 	// ControllerUsers are the user names that may set, change and remove
-	// the lien markers and that the lien-rights and owner-links policies
-	// do not check: teardown's controllers.
+	// the lien markers and that the lien-rights, owner-links and
+	// plan-rights policies do not check: teardown's controllers.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=set

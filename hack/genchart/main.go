@@ -49,7 +49,7 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	for _, name := range []string{"lien-deny.yaml", "lien-eviction.yaml", "lien-tamper.yaml", "lien-rights.yaml", "owner-links.yaml", "teardown-foreground.yaml"} {
+	for _, name := range []string{"lien-deny.yaml", "lien-eviction.yaml", "lien-tamper.yaml", "lien-rights.yaml", "owner-links.yaml", "teardown-foreground.yaml", "teardown-rights.yaml"} {
 		if err := copyFile("config/policy/"+name, "charts/teardown/templates/"+name, func(s string) string {
 			return strings.ReplaceAll(s, ns, templateNS)
 		}); err != nil {

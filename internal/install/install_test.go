@@ -55,6 +55,8 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/teardown-orphan-intent",
 		"ValidatingAdmissionPolicy/teardown-trigger-foreground",
 		"ValidatingAdmissionPolicyBinding/teardown-trigger-foreground",
+		"ValidatingAdmissionPolicy/teardown-plan-rights",
+		"ValidatingAdmissionPolicyBinding/teardown-plan-rights",
 	}
 	if diff := cmp.Diff(want, names(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)

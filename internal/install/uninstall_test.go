@@ -109,7 +109,7 @@ func all(live map[string]bool, want func(key string) bool) []string {
 // (known to be) gone.
 func livePolicies(ctx context.Context, cs kubernetes.Interface) []string {
 	var live []string
-	for _, name := range []string{"teardown-lien-deny", "teardown-lien-eviction", "teardown-lien-tamper", "teardown-lien-rights", "teardown-lien-rights-16", "teardown-trigger-foreground"} {
+	for _, name := range []string{"teardown-lien-deny", "teardown-lien-eviction", "teardown-lien-tamper", "teardown-lien-rights", "teardown-lien-rights-16", "teardown-trigger-foreground", "teardown-plan-rights"} {
 		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			live = append(live, "validatingadmissionpolicy/"+name)
 		}

@@ -5,10 +5,14 @@ package security
 import (
 	"context"
 	"testing"
+	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
@@ -59,3 +63,96 @@ func TestNamespaceRolesCannotWriteTeardowns(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanWritersNeedEscalate: whoever RBAC lets write Teardowns (here a
+// ServiceAccount granted every verb on teardowns and teardowns/status but
+// escalate, as a role managing teardown.dev's resources would) may still
+// not write what steers a plan, which runs with the controller's rights:
+// creating one, its spec, its status, its finalizers, its run-from-step
+// annotation. teardown-plan-rights refuses each, naming the field and the
+// verb escalate; a label or a DELETE passes. Granted escalate on one
+// Teardown by name, it writes that plan and no other.
+func TestPlanWritersNeedEscalate(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "planner")
+	id := serviceAccount(t, ns, "planner", nil)
+	clusterRights(t, id,
+		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"teardowns"}, Verbs: []string{"create", "get", "list", "update", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"teardowns/status"}, Verbs: []string{"get", "update", "patch"}})
+	waitAllowed(t, id, "update", teardownsStatusGR, "", "any")
+	plan := func(name string) *v1alpha1.Teardown {
+		return &v1alpha1.Teardown{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.TeardownSpec{Steps: []v1alpha1.TeardownStep{{
+				Name:   "delete-secrets",
+				Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "v1", Kind: "Secret", AllNamespaces: true, Selector: &metav1.LabelSelector{}}},
+			}}},
+		}
+	}
+	mayNot := func(field, name string) []string {
+		return []string{"teardown-plan-rights", field + ": " + id.User + " may not write the plan of Teardown " + name, "escalate"}
+	}
+
+	weapon := plan(ns + "-weapon")
+	refused(t, "creating a Teardown without escalate", id.Create(ctx, weapon, client.DryRunAll), mayNot("spec", weapon.Name)...)
+
+	// A plan the cluster admin wrote, armed by the controller (its
+	// finalizer), with a step that finds nothing.
+	existing := plan(ns + "-existing")
+	existing.Spec.Steps[0].Delete.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"plan": ns}}
+	if err := admin.Create(ctx, existing); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), existing) })
+	eventually(t, 30*time.Second, "the controller's finalizer on the Teardown", func(ctx context.Context) (bool, error) {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(existing), existing)
+		return controllerutil.ContainsFinalizer(existing, v1alpha1.TeardownFinalizer), err
+	})
+
+	spec := existing.DeepCopy()
+	spec.Spec.KeepUntilDone = []v1alpha1.ClusterLienTarget{{APIVersion: "v1", Kind: "ServiceAccount", Namespace: "kube-system", Name: "default"}}
+	refused(t, "changing a Teardown's spec", id.Update(ctx, spec, client.DryRunAll), mayNot("spec", existing.Name)...)
+
+	status := existing.DeepCopy()
+	status.Status.Phase = v1alpha1.PhaseSucceeded
+	refused(t, "writing a Teardown's status", id.Status().Update(ctx, status, client.DryRunAll), mayNot("status", existing.Name)...)
+
+	finalizers := existing.DeepCopy()
+	controllerutil.RemoveFinalizer(finalizers, v1alpha1.TeardownFinalizer)
+	refused(t, "removing a Teardown's finalizer", id.Update(ctx, finalizers, client.DryRunAll), mayNot("metadata.finalizers", existing.Name)...)
+
+	resume := existing.DeepCopy()
+	metav1.SetMetaDataAnnotation(&resume.ObjectMeta, v1alpha1.RunFromStepAnnotation, "delete-secrets")
+	refused(t, "resuming a Teardown", id.Update(ctx, resume, client.DryRunAll),
+		mayNot("metadata.annotations["+v1alpha1.RunFromStepAnnotation+"]", existing.Name)...)
+
+	labelled := existing.DeepCopy()
+	metav1.SetMetaDataLabel(&labelled.ObjectMeta, "team", "platform")
+	if err := id.Update(ctx, labelled, client.DryRunAll); err != nil {
+		t.Errorf("a label on a Teardown steers nothing, want it accepted: %v", err)
+	}
+	if err := id.Delete(ctx, existing, client.DryRunAll); err != nil {
+		t.Errorf("a DELETE of a Teardown is RBAC's to allow, want it accepted: %v", err)
+	}
+
+	// escalate on one Teardown, by name.
+	allowed := plan(ns + "-allowed")
+	role := &rbacv1.ClusterRole{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: "security-" + ns + "-planner"}, role); err != nil { // clusterRights' role
+		t.Fatal(err)
+	}
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"teardowns"}, ResourceNames: []string{allowed.Name}, Verbs: []string{"escalate"}})
+	if err := admin.Update(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(t, id, "escalate", teardownsGR, "", allowed.Name)
+	if err := id.Create(ctx, allowed, client.DryRunAll); err != nil {
+		t.Errorf("creating the Teardown it may escalate on: %v", err)
+	}
+	refused(t, "creating another Teardown", id.Create(ctx, weapon, client.DryRunAll), mayNot("spec", weapon.Name)...)
+}
+
+var (
+	teardownsGR       = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "teardowns"}
+	teardownsStatusGR = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "teardowns/status"}
+)

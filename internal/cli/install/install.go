@@ -40,7 +40,7 @@ Running it again changes nothing. --dry-run prints the objects instead.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the objects that would be applied and change nothing")
-	cmd.Flags().StringSliceVar(&opts.ControllerUsers, "controller-user", nil, "also trust this user to change lien markers (a controller run outside the cluster)")
+	cmd.Flags().StringSliceVar(&opts.ControllerUsers, "controller-user", nil, "also trust this user as teardown's controller, to change lien markers and Teardowns' status (a controller run outside the cluster)")
 	cmd.Flags().StringVar(&opts.ControllerImage, "controller-image", "", "also install the controller's Deployment (2 replicas), PodDisruptionBudget and metrics Service, running this image")
 	cmd.Flags().StringSliceVar(&opts.BreakGlassGroups, "break-glass-group", nil, "groups allowed to change lien markers by hand (default teardown.dev:break-glass)")
 	return cmd
