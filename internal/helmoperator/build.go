@@ -72,7 +72,8 @@ func CRD(src string) (*apiextensionsv1.CustomResourceDefinition, error) {
 // downloads and compiles helm and helm-operator-plugins (about 11 minutes
 // on two cores), every later call with the same source returns at once.
 // Builds are serialized across processes by a lock file. Progress goes to
-// progress.
+// progress. A build of another source that no call has returned for
+// keepUnused is removed after each new build (prune).
 func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = io.Discard
@@ -84,6 +85,7 @@ func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (strin
 	root := filepath.Join(cacheDir, "helm-operator", key)
 	bin := filepath.Join(root, "helm-operator")
 	if _, err := os.Stat(bin); err == nil {
+		used(bin)
 		return bin, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -144,7 +146,51 @@ func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (strin
 		return "", fmt.Errorf("installing the helm operator: %w", err)
 	}
 	fmt.Fprintf(progress, "helm-operator: built in %s\n", time.Since(started).Round(time.Second))
+	for _, gone := range prune(filepath.Dir(root), key, time.Now()) {
+		fmt.Fprintf(progress, "helm-operator: removed %s, a build of another source unused for %s\n", gone, keepUnused)
+	}
 	return bin, nil
+}
+
+// keepUnused is how long a cached build of another source (an older
+// checkout, a changed example) is kept after a call last returned it.
+const keepUnused = 7 * 24 * time.Hour
+
+// used marks the cached binary bin as returned now (its modification
+// time), so that prune keeps it; best effort: a read-only cache is used
+// as it is.
+func used(bin string) {
+	now := time.Now()
+	_ = os.Chtimes(bin, now, now)
+}
+
+// prune removes, from the cache directory dir, every build but keep that
+// has not been used for keepUnused by now: its binary's modification
+// time, or the entry's own for a build that never finished. It returns
+// what it removed; what it cannot read or remove it leaves.
+func prune(dir, keep string, now time.Time) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == keep {
+			continue
+		}
+		entry := filepath.Join(dir, e.Name())
+		info, err := os.Stat(filepath.Join(entry, "helm-operator"))
+		if err != nil {
+			info, err = os.Stat(entry)
+		}
+		if err != nil || now.Sub(info.ModTime()) < keepUnused {
+			continue
+		}
+		if os.RemoveAll(entry) == nil {
+			removed = append(removed, entry)
+		}
+	}
+	return removed
 }
 
 // buildKey names the cache entry: the Go version, the platform, and every
