@@ -10,8 +10,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -112,4 +114,52 @@ func TestOldSharedFinalizerIsReleased(t *testing.T) {
 		eventually(t, 30*time.Second, o.GetName()+" to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, o) })
 	}
 	deleteAll(t, plan)
+}
+
+// TestDroppedKeepUntilDoneIsReleased: an armed plan keeps its
+// keepUntilDone by a Deny ClusterLien; once its spec drops keepUntilDone,
+// the lien is released (the objects it no longer names are deletable
+// again, not deleted), and the plan is armed without it.
+func TestDroppedKeepUntilDoneIsReleased(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "dropped-keep")
+	dep := deployment(ns, "operator")
+	kept := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "dropped-keep-operator"}}
+	create(t, dep, kept)
+	plan := &v1alpha1.Teardown{
+		ObjectMeta: metav1.ObjectMeta{Name: "dropped-keep"},
+		Spec: v1alpha1.TeardownSpec{
+			Trigger:       &v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: dep.Name},
+			KeepUntilDone: []v1alpha1.ClusterLienTarget{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: kept.Name}},
+			Steps: []v1alpha1.TeardownStep{{
+				Name:   "delete-config",
+				Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "config"}},
+			}},
+		},
+	}
+	create(t, plan)
+	waitArmed(t, plan.Name)
+	if err := k.Delete(ctx, kept, client.DryRunAll); err == nil {
+		t.Fatal("the kept ClusterRole's DELETE was accepted while the plan keeps it")
+	}
+
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(plan), plan); err != nil {
+			return err
+		}
+		plan.Spec.KeepUntilDone = nil
+		return k.Update(ctx, plan)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keep := &v1alpha1.ClusterLien{ObjectMeta: metav1.ObjectMeta{Name: "teardown-" + plan.Name}}
+	eventually(t, 30*time.Second, "the keepUntilDone ClusterLien to be released", func(ctx context.Context) (bool, error) { return gone(ctx, keep) })
+	eventually(t, 30*time.Second, "the ClusterRole to be deletable again", func(ctx context.Context) (bool, error) {
+		return k.Delete(ctx, kept, client.DryRunAll) == nil, nil
+	})
+	if ok, err := gone(ctx, kept); ok || err != nil {
+		t.Errorf("the ClusterRole the plan no longer names should stay: gone %v, %v", ok, err)
+	}
+	waitArmed(t, plan.Name)
+	deleteAll(t, plan, dep, kept)
 }

@@ -364,13 +364,27 @@ func disarmed(t *v1alpha1.Teardown) bool {
 	return c != nil && c.Reason == v1alpha1.ReasonDisarmed
 }
 
+// keep protects keepUntilDone and reports whether its lien holds. A plan
+// whose spec no longer has keepUntilDone releases the lien it made while it
+// had one, so that what it no longer names is not kept.
+func (r *Reconciler) keep(ctx context.Context, t *v1alpha1.Teardown) (bool, error) {
+	if len(t.Spec.KeepUntilDone) == 0 {
+		return r.Runner.Release(ctx, t.Name)
+	}
+	return r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone)
+}
+
 // arm protects keepUntilDone and reports the plan armed.
 func (r *Reconciler) arm(ctx context.Context, t *v1alpha1.Teardown, how string) error {
-	held, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone)
+	held, err := r.keep(ctx, t)
 	if err != nil {
 		return err
 	}
-	if !held {
+	switch {
+	case !held && len(t.Spec.KeepUntilDone) == 0:
+		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on a former keepUntilDone to be released; the plan "+how)
+		return nil
+	case !held:
 		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on keepUntilDone to hold; the plan "+how)
 		return nil
 	}
@@ -407,7 +421,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	// finished: then it is being released, and a lien made again would be
 	// released again, for ever.
 	if teardown.Current(&t.Spec, &t.Status) >= 0 {
-		if _, err := r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone); err != nil {
+		if _, err := r.keep(ctx, t); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
