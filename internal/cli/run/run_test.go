@@ -103,6 +103,56 @@ spec:
 	})
 }
 
+// TestRunReleasesAFormerRunsLien: a run of a plan with keepUntilDone
+// fails, so its lien stays (Deny: the kept ConfigMap's DELETE is
+// refused); the plan is changed to keep nothing and run again from the
+// failed step: at its end the former lien is released, and the ConfigMap
+// it kept is deletable, not deleted.
+func TestRunReleasesAFormerRunsLien(t *testing.T) {
+	startTeardown(t)
+	ctx := context.Background()
+	env.EnsureWidgetCRD(t)
+	ns := "run-former-lien"
+	env.CreateNamespace(t, ns, nil)
+	env.CreateWidget(t, ns, "stuck", "operator", "example.com/never")
+	cms := env.Kube.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	steps := `  steps:
+  - name: delete-widgets
+    delete: {apiVersion: example.com/v1, kind: Widget, namespace: run-former-lien, selector: {}}
+    timeout: 2s
+`
+	head := "apiVersion: teardown.dev/v1alpha1\nkind: Teardown\nmetadata: {name: run-former-lien}\nspec:\n"
+	keeping := writePlan(t, head+"  keepUntilDone: [{apiVersion: v1, kind: ConfigMap, namespace: run-former-lien, name: kept}]\n"+steps)
+	if code, out, _ := env.Run(t, "run", "-f", keeping, "--wait", "--timeout", "1m", "--interval", "200ms"); code != 1 {
+		t.Fatalf("exit %d, want 1 (the widget keeps its finalizer):\n%s", code, out)
+	}
+	dryRun := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	if err := cms.Delete(ctx, "kept", dryRun); err == nil {
+		t.Fatal("the kept ConfigMap's DELETE was accepted after the failed run")
+	}
+
+	unstick(t, ns, "stuck")
+	plain := writePlan(t, head+steps)
+	if code, out, _ := env.Run(t, "run", "-f", plain, "--from-step", "delete-widgets", "--interval", "200ms"); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	waitGone(t, "the former run's ClusterLien", func(ctx context.Context) error {
+		_, err := env.Dynamic.Resource(schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "clusterliens"}).Get(ctx, "teardown-run-former-lien", metav1.GetOptions{})
+		return err
+	})
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return cms.Delete(ctx, "kept", dryRun) == nil, nil
+	}); err != nil {
+		t.Fatalf("the ConfigMap the plan no longer keeps should be deletable: %v", err)
+	}
+	if _, err := cms.Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("a run releases what it kept, never deletes it: %v", err)
+	}
+}
+
 // TestRunBadPlan: a bad plan is a usage error naming the field; nothing
 // is deleted.
 func TestRunBadPlan(t *testing.T) {

@@ -642,9 +642,15 @@ func (r *Runner) keptObjects(ctx context.Context, k v1alpha1.ClusterLienTarget) 
 // Release deletes the keepUntilDone lien and reports whether it is gone,
 // that is whether the lien controller has let its objects go.
 func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
+	return r.release(ctx, plan, false)
+}
+
+// release is Release; with unreadableIsNone, a lien the runner may not
+// read counts as none.
+func (r *Runner) release(ctx context.Context, plan string, unreadableIsNone bool) (bool, error) {
 	l := &v1alpha1.ClusterLien{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Name: teardown.KeepName(plan)}, l)
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || unreadableIsNone && apierrors.IsForbidden(err) {
 		return true, nil
 	}
 	if err != nil {
@@ -667,16 +673,19 @@ func (r *Runner) Release(ctx context.Context, plan string) (bool, error) {
 // keepUntilDone is released at the end, not deleted: a run started by hand
 // (or by a Helm pre-delete hook, before Helm deletes anything) is no
 // uninstall that asked for the kept objects to go. A plan without
-// keepUntilDone made no lien, and none is read: its user needs no right on
-// clusterliens, and teardown need not be installed.
+// keepUntilDone makes no lien; one an earlier, failed run of it made
+// while it had keepUntilDone is released at the end too. Its user needs
+// no right on clusterliens (a lien it may not read counts as none), and
+// teardown need not be installed.
 func (r *Runner) Run(ctx context.Context, name string, spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, interval time.Duration, progress func(v1alpha1.TeardownStatus)) (v1alpha1.TeardownStatus, error) {
 	status, err := r.runSteps(ctx, name, spec, status, interval, progress)
 	if err != nil {
 		return status, err
 	}
-	if status.Phase == v1alpha1.PhaseSucceeded && len(spec.KeepUntilDone) > 0 {
+	if status.Phase == v1alpha1.PhaseSucceeded {
+		none := len(spec.KeepUntilDone) == 0
 		err = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
-			return r.Release(ctx, name)
+			return r.release(ctx, name, none)
 		})
 	}
 	return status, err
