@@ -45,18 +45,25 @@ func waitGone(t *testing.T, what string, get func(context.Context) error) {
 	doctortest.WaitGone(t, what, get)
 }
 
+// stuckWidget makes the namespace ns with the widget "stuck", whose
+// finalizer is never removed (until unstick), and the ConfigMap cm.
+func stuckWidget(t *testing.T, ns, cm string) {
+	t.Helper()
+	env.EnsureWidgetCRD(t)
+	env.CreateNamespace(t, ns, nil)
+	env.CreateWidget(t, ns, "stuck", "operator", "example.com/never")
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRunInProcess: a plan run from the command line. A widget whose
 // finalizer is never removed makes the step time out: exit 1, the widget
 // named, the next step not run. Fixed, --from-step finishes: exit 0.
 func TestRunInProcess(t *testing.T) {
 	ctx := context.Background()
-	env.EnsureWidgetCRD(t)
 	ns := "run-inprocess"
-	env.CreateNamespace(t, ns, nil)
-	env.CreateWidget(t, ns, "stuck", "operator", "example.com/never")
-	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	stuckWidget(t, ns, "after")
 	plan := writePlan(t, `apiVersion: teardown.dev/v1alpha1
 kind: Teardown
 metadata: {name: run-inprocess}
@@ -111,14 +118,9 @@ spec:
 func TestRunReleasesAFormerRunsLien(t *testing.T) {
 	startTeardown(t)
 	ctx := context.Background()
-	env.EnsureWidgetCRD(t)
 	ns := "run-former-lien"
-	env.CreateNamespace(t, ns, nil)
-	env.CreateWidget(t, ns, "stuck", "operator", "example.com/never")
+	stuckWidget(t, ns, "kept")
 	cms := env.Kube.CoreV1().ConfigMaps(ns)
-	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	steps := `  steps:
   - name: delete-widgets
     delete: {apiVersion: example.com/v1, kind: Widget, namespace: run-former-lien, selector: {}}
@@ -183,13 +185,8 @@ spec:
 func TestRunResumesInClusterPlan(t *testing.T) {
 	startTeardown(t)
 	ctx := context.Background()
-	env.EnsureWidgetCRD(t)
 	ns := "run-resume"
-	env.CreateNamespace(t, ns, nil)
-	env.CreateWidget(t, ns, "stuck", "operator", "example.com/never")
-	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "operator"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	stuckWidget(t, ns, "operator")
 	planYAML := `apiVersion: teardown.dev/v1alpha1
 kind: Teardown
 metadata: {name: run-resume}
