@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/teardown-dev/teardown/config"
 )
 
 const (
@@ -49,8 +51,13 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	for _, name := range []string{"lien-deny.yaml", "lien-eviction.yaml", "lien-tamper.yaml", "lien-rights.yaml", "owner-links.yaml", "teardown-foreground.yaml", "teardown-rights.yaml"} {
-		if err := copyFile("config/policy/"+name, "charts/teardown/templates/"+name, func(s string) string {
+	// Every policy `teardown install` applies is copied as it is, but the
+	// two below, which the chart fills from its values.
+	for _, f := range config.Files {
+		if !strings.HasPrefix(f, "policy/") || f == "policy/trust.yaml" || f == "policy/lien-helm.yaml" {
+			continue
+		}
+		if err := copyFile("config/"+f, "charts/teardown/templates/"+filepath.Base(f), func(s string) string {
 			return strings.ReplaceAll(s, ns, templateNS)
 		}); err != nil {
 			return err

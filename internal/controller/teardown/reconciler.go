@@ -366,9 +366,15 @@ func disarmed(t *v1alpha1.Teardown) bool {
 
 // keep protects keepUntilDone and reports whether its lien holds. A plan
 // whose spec no longer has keepUntilDone releases the lien it made while it
-// had one, so that what it no longer names is not kept.
+// had one, so that what it no longer names is not kept; whether there is
+// one is read from the cache, so that a plan without keepUntilDone costs
+// no request per tick.
 func (r *Reconciler) keep(ctx context.Context, t *v1alpha1.Teardown) (bool, error) {
 	if len(t.Spec.KeepUntilDone) == 0 {
+		err := r.Client.Get(ctx, client.ObjectKey{Name: teardown.KeepName(t.Name)}, &v1alpha1.ClusterLien{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
 		return r.Runner.Release(ctx, t.Name)
 	}
 	return r.Runner.Keep(ctx, t.Name, t.Spec.KeepUntilDone)
@@ -380,12 +386,12 @@ func (r *Reconciler) arm(ctx context.Context, t *v1alpha1.Teardown, how string) 
 	if err != nil {
 		return err
 	}
-	switch {
-	case !held && len(t.Spec.KeepUntilDone) == 0:
-		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on a former keepUntilDone to be released; the plan "+how)
-		return nil
-	case !held:
-		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for the lien on keepUntilDone to hold; the plan "+how)
+	if !held {
+		waiting := "the lien on keepUntilDone to hold"
+		if len(t.Spec.KeepUntilDone) == 0 {
+			waiting = "the lien on a former keepUntilDone to be released"
+		}
+		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonWaiting, "waiting for "+waiting+"; the plan "+how)
 		return nil
 	}
 	r.setArmed(t, metav1.ConditionTrue, v1alpha1.ReasonArmed, "the plan "+how)
