@@ -80,6 +80,8 @@ type state struct {
 	Kubeconfig string     `json:"kubeconfig"`
 	Server     string     `json:"server"`
 	Processes  []*process `json:"processes"`
+	// EgressSocket is where the egress proxy listens.
+	EgressSocket string `json:"egressSocket,omitempty"`
 }
 
 const stateFile = "state.json"
@@ -205,6 +207,15 @@ func (c *Cluster) start(ctx context.Context, bins Binaries, opts Options, progre
 		return err
 	}
 
+	// kube-apiserver sends what it dials for webhooks, conversion and
+	// aggregated APIs to the egress proxy, which keeps it on loopback.
+	socket := socketPath(dir)
+	c.state.EgressSocket = socket
+	egressConfig := filepath.Join(dir, egressSelectorFile)
+	if err := os.WriteFile(egressConfig, egressSelectorConfig(socket), 0o644); err != nil {
+		return err
+	}
+
 	fmt.Fprintf(progress, "localcluster: starting etcd %s, kube-apiserver and kube-controller-manager %s in %s\n", bins.Version.Etcd, bins.Version.Kubernetes, dir)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
@@ -219,6 +230,9 @@ func (c *Cluster) start(ctx context.Context, bins Binaries, opts Options, progre
 		"--unsafe-no-fsync", // a throw-away cluster: durability buys nothing, fsync costs seconds
 		"--log-level=warn",
 	}, logs, opts.Detach); err != nil {
+		return err
+	}
+	if err := c.startEgressProxy(ctx, socket, logs, opts.Detach); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, "etcd", c.procs, func(ctx context.Context) error { return etcdHealthy(ctx, etcdURL) }); err != nil {
@@ -249,6 +263,7 @@ func (c *Cluster) start(ctx context.Context, bins Binaries, opts Options, progre
 		"--proxy-client-cert-file=" + proxy.CertFile,
 		"--proxy-client-key-file=" + proxy.KeyFile,
 		"--enable-priority-and-fairness=false",
+		"--egress-selector-config-file=" + egressConfig,
 	}
 	if err := c.run("kube-apiserver", bins.APIServer, append(apiArgs, opts.APIServerFlags...), logs, opts.Detach); err != nil {
 		return err
@@ -287,8 +302,8 @@ func (c *Cluster) start(ctx context.Context, bins Binaries, opts Options, progre
 	return nil
 }
 
-func (c *Cluster) run(name, binary string, args []string, logs string, detach bool) error {
-	p, err := start(name, binary, args, filepath.Join(logs, name+".log"), detach)
+func (c *Cluster) run(name, binary string, args []string, logs string, detach bool, env ...string) error {
+	p, err := start(name, binary, args, env, filepath.Join(logs, name+".log"), detach)
 	if err != nil {
 		return err
 	}
@@ -329,9 +344,13 @@ func Attach(dir string) (*Cluster, error) {
 	return c, nil
 }
 
+// components is how many processes a running cluster has: etcd, the
+// egress proxy, kube-apiserver and kube-controller-manager.
+const components = 4
+
 // Running reports whether every component still runs.
 func (c *Cluster) Running() bool {
-	if len(c.procs) != 3 {
+	if len(c.procs) != components {
 		return false
 	}
 	for _, p := range c.procs {
@@ -351,7 +370,8 @@ func (c *Cluster) KubeconfigPath() string { return c.state.Kubeconfig }
 // Dir is the directory holding the cluster's state.
 func (c *Cluster) Dir() string { return c.state.Dir }
 
-// PIDs are the process IDs of etcd, kube-apiserver and kube-controller-manager.
+// PIDs are the process IDs of etcd, the egress proxy, kube-apiserver and
+// kube-controller-manager.
 func (c *Cluster) PIDs() []int {
 	var pids []int
 	for _, p := range c.procs {
@@ -371,6 +391,9 @@ func (c *Cluster) Stop() error {
 			}
 		}
 		untrack(c)
+		if c.state.EgressSocket != "" && len(errs) == 0 {
+			_ = os.Remove(c.state.EgressSocket) // it may live outside the directory
+		}
 		if c.ownsDir && len(errs) == 0 {
 			if err := os.RemoveAll(c.state.Dir); err != nil {
 				errs = append(errs, err)

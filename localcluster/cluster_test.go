@@ -31,6 +31,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHelper())
 	}
+	if dir := os.Getenv(webhookEnv); dir != "" {
+		os.Exit(runWebhookServer(dir))
+	}
+	if os.Getenv(loopbackOnlyEnv) != "" {
+		if err := localcluster.OnlyLoopback(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	var err error
 	cluster, err = localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
 	if err != nil {

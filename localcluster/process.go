@@ -19,6 +19,7 @@ type process struct {
 	PID     int      `json:"pid"`
 	Binary  string   `json:"binary"`
 	Args    []string `json:"args,omitempty"`
+	Env     []string `json:"env,omitempty"` // added to this process's environment
 	LogFile string   `json:"logFile"`
 
 	cmd    *exec.Cmd     // nil when attached from another process's state
@@ -43,7 +44,7 @@ var spawnThread = sync.OnceValue(func() chan func() {
 // start runs binary with args, its output appended to logFile. A detached
 // process gets its own session and outlives this one; otherwise the kernel
 // kills it when this process dies, however it dies.
-func start(name, binary string, args []string, logFile string, detach bool) (*process, error) {
+func start(name, binary string, args, env []string, logFile string, detach bool) (*process, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -51,6 +52,9 @@ func start(name, binary string, args []string, logFile string, detach bool) (*pr
 	defer log.Close()
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -62,7 +66,7 @@ func start(name, binary string, args []string, logFile string, detach bool) (*pr
 	if err := <-errc; err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
+	p := &process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, Env: env, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)

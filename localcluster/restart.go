@@ -44,7 +44,7 @@ func (c *Cluster) Restart(ctx context.Context, component string, kill bool) erro
 	} else if err := old.stop(10 * time.Second); err != nil {
 		return fmt.Errorf("restarting %s: %w", component, err)
 	}
-	p, err := start(old.Name, old.Binary, old.Args, old.LogFile, c.detach)
+	p, err := start(old.Name, old.Binary, old.Args, old.Env, old.LogFile, c.detach)
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", component, err)
 	}

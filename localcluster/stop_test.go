@@ -62,8 +62,8 @@ func startHelper(t *testing.T) (*exec.Cmd, helperReport) {
 	if err := json.Unmarshal(line, &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.PIDs) != 3 {
-		t.Fatalf("helper reported pids %v, want 3", r.PIDs)
+	if len(r.PIDs) != 4 {
+		t.Fatalf("helper reported pids %v, want 4 (etcd, egress proxy, kube-apiserver, kube-controller-manager)", r.PIDs)
 	}
 	return cmd, r
 }

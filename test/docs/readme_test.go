@@ -145,6 +145,49 @@ YAML`)
 // state directory of its own; the binaries come from the shared cache.
 func TestLocalControlPlane(t *testing.T) {
 	lines := shellBlock(t, "README.md", "## The local control plane")
+	cache := sharedBinaries(t)
+	out := run(t, strings.Join(lines, "\n"), "TEARDOWN_CACHE="+cache)
+	for _, want := range []string{"kube-system", "kube-public", "default"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the block's kubectl get ns lacks %q:\n%s", want, out)
+		}
+	}
+	// down: nothing keeps running, and env has nothing to point at.
+	if out, err := command(context.Background(), "bin/teardown local env", "TEARDOWN_CACHE="+cache).CombinedOutput(); err == nil {
+		t.Errorf("after local down, local env still answers: %s", out)
+	}
+}
+
+// TestServingAServiceByHand runs docs/localcluster.md's "Serving a Service
+// from a local server" block as one script, on a cluster of its own: up
+// with a served Service and a kube-apiserver flag, serve another, list,
+// unserve, down.
+func TestServingAServiceByHand(t *testing.T) {
+	lines := shellBlock(t, "docs/localcluster.md", "### Serving a Service from a local server")
+	cache := sharedBinaries(t)
+	// Before down, the script also keeps what the components were started with.
+	script := strings.Join(lines[:len(lines)-1], "\n") + "\ncat \"$TEARDOWN_CACHE/local/state.json\"\n" + lines[len(lines)-1]
+	out := run(t, script, "TEARDOWN_CACHE="+cache)
+	for _, want := range []string{
+		"serving Service webhooks/guard:443 -> 127.0.0.1:9443",
+		"serving Service webhooks/metrics:443 -> 127.0.0.1:9444",
+		"webhooks/guard:443 -> 127.0.0.1:9443\nwebhooks/metrics:443 -> 127.0.0.1:9444\n", // the list
+		"no longer serving Service webhooks/guard:443",
+		`"--v=1"`, // kube-apiserver's command line
+		`"name": "egress-proxy"`,
+		"local control plane stopped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the block's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// sharedBinaries is a cache directory of the test's own (so that `local
+// up` starts a cluster apart from any other) holding the shared cache's
+// control-plane binaries.
+func sharedBinaries(t *testing.T) string {
+	t.Helper()
 	shared, err := localcluster.DefaultCacheDir()
 	if err != nil {
 		t.Fatal(err)
@@ -156,16 +199,7 @@ func TestLocalControlPlane(t *testing.T) {
 	if err := os.Symlink(filepath.Join(shared, "localcluster"), filepath.Join(cache, "localcluster")); err != nil {
 		t.Fatal(err)
 	}
-	out := run(t, strings.Join(lines, "\n"), "TEARDOWN_CACHE="+cache)
-	for _, want := range []string{"kube-system", "kube-public", "default"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the block's kubectl get ns lacks %q:\n%s", want, out)
-		}
-	}
-	// down: nothing keeps running, and env has nothing to point at.
-	if out, err := command(context.Background(), "bin/teardown local env", "TEARDOWN_CACHE="+cache).CombinedOutput(); err == nil {
-		t.Errorf("after local down, local env still answers: %s", out)
-	}
+	return cache
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
