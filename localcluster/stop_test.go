@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,8 +44,24 @@ func runHelper() int {
 // what that cluster reported.
 func startHelper(t *testing.T) (*exec.Cmd, helperReport) {
 	t.Helper()
+	cmd, line := startChild(t, helperEnv+"=1", "helper cluster")
+	var r helperReport
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.PIDs) != 4 {
+		t.Fatalf("helper reported pids %v, want 4 (etcd, egress proxy, kube-apiserver, kube-controller-manager)", r.PIDs)
+	}
+	return cmd, r
+}
+
+// startChild runs this test binary again with env added, running no test
+// (TestMain sees env and plays its part), and returns it with the first
+// line it prints.
+func startChild(t *testing.T, env, what string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -53,19 +70,13 @@ func startHelper(t *testing.T) (*exec.Cmd, helperReport) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(out).ReadBytes('\n')
+	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		_ = cmd.Process.Kill()
-		t.Fatalf("helper cluster did not start: %v", err)
+		_ = cmd.Wait()
+		t.Fatalf("%s did not start: %v", what, err)
 	}
-	var r helperReport
-	if err := json.Unmarshal(line, &r); err != nil {
-		t.Fatal(err)
-	}
-	if len(r.PIDs) != 4 {
-		t.Fatalf("helper reported pids %v, want 4 (etcd, egress proxy, kube-apiserver, kube-controller-manager)", r.PIDs)
-	}
-	return cmd, r
+	return cmd, strings.TrimSpace(line)
 }
 
 // assertNothingLeft checks that no component runs, the API server's port
