@@ -55,7 +55,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "unknown verb", args: []string{"frobnicate"}, wantCode: cmdutil.ExitUsage, wantStderr: `unknown command "frobnicate"`},
 		{name: "unknown flag", args: []string{"version", "--no-such-flag"}, wantCode: cmdutil.ExitUsage, wantStderr: "unknown flag: --no-such-flag"},
 		{name: "unexpected argument", args: []string{"local", "up", "extra"}, wantCode: cmdutil.ExitUsage, wantStderr: `unknown command "extra"`},
-		{name: "verb missing", args: []string{"local"}, wantCode: cmdutil.ExitUsage, wantStderr: "teardown local needs a verb: build, down, env, up"},
+		{name: "verb missing", args: []string{"local"}, wantCode: cmdutil.ExitUsage, wantStderr: "teardown local needs a verb: build, down, env, serve, unserve, up"},
 		{name: "bad flag value", args: []string{"version", "--client=maybe"}, wantCode: cmdutil.ExitUsage, wantStderr: `invalid argument "maybe"`},
 		{
 			name: "cluster refuses connections", args: []string{"version", "--kubeconfig", kubeconfigFor(t, closed)},
