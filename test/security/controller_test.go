@@ -236,3 +236,70 @@ func TestThe33rdLienDoesNotProtect(t *testing.T) {
 		t.Errorf("other carries %s, want the 33rd lien's entry", raw)
 	}
 }
+
+// TestForgedEntriesAreNotLaundered: an editor, with no right on liens,
+// writes on a ConfigMap that a Lien of its namespace selects the
+// teardown.dev/liens annotation (without the label, which admission lets
+// through: it protects nothing) naming a Deny ClusterLien that protects
+// something else entirely. The controller's repair keeps only the entries
+// of liens that protect the ConfigMap: the forged entry is dropped, never
+// turned into a label, and the editor can still delete the ConfigMap once
+// the Lien that selected it is gone. Without the check the repair rebuilt
+// the entries from every lien the annotation named, and the ConfigMap was
+// undeletable for everyone, cluster-admin included.
+func TestForgedEntriesAreNotLaundered(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "launder")
+	elsewhere := namespace(t, "precious")
+	editor := serviceAccount(t, ns, "editor", nil, "edit")
+	precious := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "precious"}}
+	if err := admin.Create(ctx, precious); err != nil {
+		t.Fatal(err)
+	}
+	victim := &v1alpha1.ClusterLien{
+		ObjectMeta: metav1.ObjectMeta{Name: "keep-" + elsewhere},
+		Spec: v1alpha1.ClusterLienSpec{
+			Protect: []v1alpha1.ClusterLienTarget{{APIVersion: "v1", Kind: "ConfigMap", Namespace: elsewhere, Name: "precious"}},
+			Reason:  "the precious config is in use",
+		},
+	}
+	if err := admin.Create(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), victim) })
+	web := map[string]string{"app": "web"}
+	selecting := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: web}}},
+			Reason:  "the web config is in use",
+		},
+	}
+	if err := admin.Create(ctx, selecting); err != nil {
+		t.Fatal(err)
+	}
+	lienCondition(t, selecting, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved)
+
+	forged, err := json.Marshal([]lien.Entry{{Lien: victim.Name, Reason: "forged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", Labels: web, Annotations: map[string]string{lien.Annotation: string(forged)}}}
+	if err := editor.Create(ctx, cm); err != nil {
+		t.Fatalf("the editor creating the ConfigMap with a forged entry: %v", err)
+	}
+	eventually(t, time.Minute, "the ConfigMap to carry the selecting Lien's entry only", func(ctx context.Context) (bool, error) {
+		es, err := lienEntries(ctx, cm)
+		return err == nil && len(es) == 1 && es[0].Lien == ns+"/web", nil
+	})
+	if err := admin.Delete(ctx, selecting); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the ConfigMap to carry no entry once the Lien is gone", func(ctx context.Context) (bool, error) {
+		es, err := lienEntries(ctx, cm)
+		return err == nil && len(es) == 0 && cm.Labels[lien.Label] == "", nil
+	})
+	if err := editor.Delete(ctx, cm); err != nil {
+		t.Errorf("the editor deleting its ConfigMap after the repair: %v", err)
+	}
+}

@@ -26,13 +26,19 @@ import (
 // Bad data never stops the controller. An object's markers can be
 // malformed (an annotation that is no JSON list of entries, a label without
 // entries or with a value the entries do not give, a finalizer out of step)
-// or foreign (entries naming liens that do not exist): written before the
-// policies refused such writes, or by break-glass. Such markers are
-// repaired, not skipped: they are rewritten from the liens that exist —
-// those whose entries could still be read, those whose status lists the
-// object, and those that hold and whose spec names it (their status may
-// lag; a Defer entry, and its finalizer, must not be lost to a repair) —
-// each entry as the lien itself writes it, and reported with an
+// or foreign (entries naming liens that do not exist, or that do not
+// protect the object): written before the policies refused such writes, by
+// break-glass, or by anyone who may write the object's annotations, since
+// an annotation without the label protects nothing and admission lets it
+// through. Such markers are repaired, not skipped: they are rewritten from
+// the liens that protect the object — those whose status lists it, and
+// those that hold and whose spec names it (their status may lag; a Defer
+// entry, and its finalizer, must not be lost to a repair) — each entry as
+// the lien itself writes it. An entry the object carried counts only if a
+// live read of its lien says the lien protects the object: a repair never
+// adds protection that no lien grants, so a forged entry naming someone
+// else's Deny lien is dropped, never laundered into a label. The repair is
+// reported with an
 // Event on the object and on every lien it carries, and
 // teardown_lien_repaired_markers_total. The lien at hand then goes on with
 // its other objects.
@@ -102,21 +108,20 @@ func (r *Reconciler) currentEntries(ctx context.Context, obj *metav1.PartialObje
 		entries, err = lien.Entries(obj)
 		return entries, nil, nil, err
 	}
-	entries, gone, carriers, err := r.entriesFromLiens(ctx, obj)
+	entries, dropped, carriers, err := r.entriesFromLiens(ctx, obj)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, g := range gone {
-		problems = append(problems, fmt.Sprintf("an entry of %s, which does not exist", g))
-	}
+	problems = append(problems, dropped...)
 	return entries, problems, carriers, nil
 }
 
-// entriesFromLiens rebuilds obj's entries from the liens that exist: those
-// named by the entries that could still be read, and those that protect
-// obj (liensProtecting). A lien counts as gone only when a live read says
-// so. gone names the entries dropped.
-func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, gone []string, carriers []object, err error) {
+// entriesFromLiens rebuilds obj's entries from the liens that protect it
+// (liensProtecting, from the cache), and from those named by the entries
+// that could still be read if a live read says they protect it. A lien
+// counts as gone only when a live read says so. dropped says which entries
+// were dropped, and why.
+func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, dropped []string, carriers []object, err error) {
 	keys := map[string]bool{}
 	for _, e := range lien.Salvage(obj) {
 		keys[e.Lien] = true
@@ -139,13 +144,17 @@ func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialOb
 			return nil, nil, nil, err
 		}
 		if l == nil {
-			gone = append(gone, lienName(key))
+			dropped = append(dropped, fmt.Sprintf("an entry of %s, which does not exist", lienName(key)))
+			continue
+		}
+		if !slices.Contains(listed, key) && !protects(l, obj) {
+			dropped = append(dropped, fmt.Sprintf("an entry of %s, which does not protect it", lienName(key)))
 			continue
 		}
 		entries = append(entries, entryFor(l))
 		carriers = append(carriers, l)
 	}
-	return entries, gone, carriers, nil
+	return entries, dropped, carriers, nil
 }
 
 // liensProtecting is the liens (of both kinds, from the cache, by the
@@ -163,15 +172,22 @@ func (r *Reconciler) liensProtecting(ctx context.Context, obj *metav1.PartialObj
 	}
 	var out []string
 	for _, l := range append(listed, naming...) {
-		listed := slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
-			return s.State == v1alpha1.StateProtected && s.UID == string(obj.UID) && s.Name == obj.Name && s.Namespace == obj.Namespace
-		})
-		if listed || holds(l) && names(l, obj) {
+		if protects(l, obj) {
 			out = append(out, lien.Key(l.GetNamespace(), l.GetName()))
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// protects reports whether l protects obj: its status lists obj, by UID,
+// as protected, or it holds and its spec names obj (its status may not say
+// so yet).
+func protects(l object, obj *metav1.PartialObjectMetadata) bool {
+	listed := slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
+		return s.State == v1alpha1.StateProtected && s.UID == string(obj.UID) && s.Name == obj.Name && s.Namespace == obj.Namespace
+	})
+	return listed || holds(l) && names(l, obj)
 }
 
 // holds reports whether l holds, or has not said yet: managed by the
