@@ -5,6 +5,7 @@ package security
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -277,4 +279,72 @@ func TestEveryAddedLinkIsChecked(t *testing.T) {
 	if err := writer.Create(ctx, dep); err != nil {
 		t.Fatalf("the 19 links the writer may make: %v", err)
 	}
+}
+
+// TestALinkInTheWrongScopeHoldsNoOwner: a tenant with the cluster-admin
+// ClusterRole bound in its own namespace (Kubernetes' "full control of a
+// namespace") links a ConfigMap of its namespace to another tenant's
+// Namespace, giving the link its own namespace: {kind: Namespace,
+// namespace: evil, name: victim, uid: victim's uid}. teardown-owner-links
+// checks the right in the linker's namespace, where it may do anything, so
+// admission lets it through; a Lien then keeps the ConfigMap. The dependent
+// side calls the link invalid, and the owner side must too: the victim
+// Namespace, policy Foreground, does not wait for the ConfigMap, and its
+// deletion ends.
+// Dependents were indexed by the owner's UID alone, so the victim was held
+// and stayed Terminating, waiting for a dependent the tenant's lien kept.
+func TestALinkInTheWrongScopeHoldsNoOwner(t *testing.T) {
+	ctx := context.Background()
+	victim, evil := namespace(t, "victim"), namespace(t, "evil")
+	tenant := serviceAccount(t, evil, "tenant", nil, "cluster-admin")
+	ns := &corev1.Namespace{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: victim}, ns); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, dependents.PolicyLabel, dependents.PolicyForeground)
+	if err := admin.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	link := fmt.Sprintf(`[{"apiVersion":"v1","kind":"Namespace","namespace":%q,"name":%q,"uid":%q}]`, evil, victim, ns.UID)
+	hook := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: evil, Name: "hook",
+		Labels:      map[string]string{dependents.OwnedLabel: "true"},
+		Annotations: map[string]string{dependents.OwnersAnnotation: link},
+	}}
+	if err := tenant.Create(ctx, hook); err != nil {
+		t.Fatalf("the tenant creating its dependent (admission checks the link in the tenant's namespace): %v", err)
+	}
+	keep := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: evil, Name: "keep-hook"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "hook"}},
+			Reason:  "to hold the victim",
+		},
+	}
+	if err := tenant.Create(ctx, keep); err != nil {
+		t.Fatal(err)
+	}
+	lienCondition(t, keep, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved)
+	eventually(t, time.Minute, "the dependent side to call the link invalid", func(ctx context.Context) (bool, error) {
+		var events corev1.EventList
+		if err := admin.List(ctx, &events, client.InNamespace(evil)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "hook" && e.Reason == "InvalidOwner" && strings.Contains(e.Message, `kind Namespace is cluster-scoped but the link has namespace "`+evil+`"`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// A Foreground owner is held for its own sake: its deletion waits for
+	// its dependents, of which the tenant's ConfigMap must not be one.
+	eventually(t, time.Minute, "the victim Namespace to be held (policy Foreground)", func(ctx context.Context) (bool, error) {
+		err := admin.Get(ctx, client.ObjectKey{Name: victim}, ns)
+		return err == nil && slices.Contains(ns.Finalizers, dependents.Finalizer), err
+	})
+	if err := admin.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "the victim Namespace", ns)
 }

@@ -51,7 +51,7 @@ func BenchmarkDrain(b *testing.B) {
 			}
 		}
 		if err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return len(run.r.w.dependentsOf(string(owner.UID))) == n, nil
+			return len(run.r.w.dependentsOf(objectIndexKey(corev1.SchemeGroupVersion.WithResource("configmaps"), owner))) == n, nil
 		}); err != nil {
 			b.Fatalf("controller did not see the dependents: %v", err)
 		}

@@ -50,7 +50,7 @@ func (r *Reconciler) reconcileOwnerNormal(ctx context.Context, req request, owne
 		return nil // reported; a held finalizer stays held until the label is fixed
 	}
 	has := slices.Contains(owner.Finalizers, links.Finalizer)
-	needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(string(owner.UID))) > 0
+	needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(objectIndexKey(req.GVR, owner))) > 0
 	labelled := owner.Labels[links.OwnerLabel] == "true"
 	switch {
 	case needs && (!has || !labelled):
@@ -93,7 +93,7 @@ func (r *Reconciler) reconcileOwnerDelete(ctx context.Context, req request, owne
 		}
 		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
 	case links.PolicyForeground:
-		pending, err := r.deleteForeground(ctx, owner)
+		pending, err := r.deleteForeground(ctx, req, owner)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -157,7 +157,7 @@ func (r *Reconciler) orphanLinks(ctx context.Context, req request, owner *metav1
 	if gvk, err := r.mapper.KindFor(req.GVR); err == nil {
 		self[0].APIVersion, self[0].Kind = gvk.GroupVersion().String(), gvk.Kind
 	}
-	for _, d := range r.w.dependentsOf(string(owner.UID)) {
+	for _, d := range r.w.dependentsOf(objectIndexKey(req.GVR, owner)) {
 		if err := r.removeLinks(ctx, d, self, ReasonOrphanedDependent, note); err != nil {
 			return err
 		}
@@ -226,8 +226,8 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 // deleteForeground deletes the owner's cross-scope dependents that have no
 // other live owner (and only removes its link from the others); it returns
 // how many still exist.
-func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.PartialObjectMetadata) (int, error) {
-	deps := r.w.dependentsOf(string(owner.UID))
+func (r *Reconciler) deleteForeground(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) (int, error) {
+	deps := r.w.dependentsOf(objectIndexKey(req.GVR, owner))
 	for _, d := range deps {
 		cached, ok := r.w.cached(d.GVR, d.Namespace, d.Name)
 		if !ok || cached.DeletionTimestamp != nil {
@@ -265,7 +265,7 @@ func (r *Reconciler) deleteForeground(ctx context.Context, owner *metav1.Partial
 			return 0, err
 		}
 	}
-	return len(r.w.dependentsOf(string(owner.UID))), nil
+	return len(r.w.dependentsOf(objectIndexKey(req.GVR, owner))), nil
 }
 
 // patchOwner replaces the owner's finalizers and sets (or, with "",

@@ -204,7 +204,7 @@ func (r *Reconciler) reconcileLink(ctx context.Context, l links.OwnerLink) error
 		r.w.queue.AddAfter(request{Link: l}, unheldRecheck)
 		return nil
 	}
-	for _, d := range r.w.dependentsOf(string(l.UID)) {
+	for _, d := range r.w.dependentsOf(linkIndexKey(l)) {
 		r.w.queue.Add(d)
 	}
 	return nil

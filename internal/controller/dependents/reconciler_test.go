@@ -425,7 +425,7 @@ func TestOneOwnerReadPerOwner(t *testing.T) {
 		depCM(t, ns2, fmt.Sprintf("d-%02d", i), a)
 	}
 	eventually(t, "the controller to see the dependents", func(context.Context) (bool, error) {
-		return len(run.r.w.dependentsOf(string(a.UID))) == n, nil
+		return len(run.r.w.dependentsOf(objectIndexKey(corev1.SchemeGroupVersion.WithResource("configmaps"), a))) == n, nil
 	})
 	before := len(run.calls.snapshot())
 	if err := kube.CoreV1().ConfigMaps(ns1).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
@@ -33,7 +34,27 @@ type request struct {
 	Link links.OwnerLink
 }
 
-const ownerUIDIndex = "teardown.dev/owner-uid"
+// ownerIndex indexes dependents by the owners their links name, each by
+// indexKey: the UID together with the group, namespace and name the link
+// gives, so that a link whose scope or name does not fit the object with
+// that UID (a Namespace linked with a namespace, to pass the rights check
+// in the linker's own namespace) makes it nobody's dependent.
+const ownerIndex = "teardown.dev/owner"
+
+// indexKey is how ownerIndex names an owner.
+func indexKey(uid types.UID, group, namespace, name string) string {
+	return string(uid) + "/" + group + "/" + namespace + "/" + name
+}
+
+// objectIndexKey is indexKey of the object m of resource gvr.
+func objectIndexKey(gvr schema.GroupVersionResource, m metav1.Object) string {
+	return indexKey(m.GetUID(), gvr.Group, m.GetNamespace(), m.GetName())
+}
+
+// linkIndexKey is indexKey of the owner a link names.
+func linkIndexKey(l links.OwnerLink) string {
+	return indexKey(l.UID, l.GroupVersionKind().Group, l.Namespace, l.Name)
+}
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -191,7 +212,7 @@ func (w *watcher) discover(ctx context.Context) error {
 			continue
 		}
 		deps, err := w.cache.Watch(metacache.Key{Resource: gvr, Labels: dependentsSelector},
-			cache.Indexers{ownerUIDIndex: indexOwnerUIDs}, w.dependentHandler(gvr))
+			cache.Indexers{ownerIndex: indexOwners}, w.dependentHandler(gvr))
 		if err != nil {
 			return err
 		}
@@ -263,13 +284,14 @@ func (w *watcher) cached(gvr schema.GroupVersionResource, ns, name string) (*met
 	return i.Get(ns, name)
 }
 
-// dependentsOf lists the dependents (from the caches) linked to owner uid, sorted.
-func (w *watcher) dependentsOf(uid string) []request {
+// dependentsOf lists the dependents (from the caches) whose links name the
+// owner key (indexKey), sorted.
+func (w *watcher) dependentsOf(key string) []request {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []request
 	for gvr, i := range w.dependents {
-		for _, m := range i.ByIndex(ownerUIDIndex, uid) {
+		for _, m := range i.ByIndex(ownerIndex, key) {
 			out = append(out, request{GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 		}
 	}
@@ -312,7 +334,7 @@ func (w *watcher) tracked() int {
 	return n
 }
 
-func indexOwnerUIDs(obj any) ([]string, error) {
+func indexOwners(obj any) ([]string, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return nil, nil
@@ -321,11 +343,11 @@ func indexOwnerUIDs(obj any) ([]string, error) {
 	if err != nil {
 		return nil, nil // reported by the reconciler, never indexed as anyone's dependent
 	}
-	var uids []string
+	var keys []string
 	for _, l := range ls {
-		uids = append(uids, string(l.UID))
+		keys = append(keys, linkIndexKey(l))
 	}
-	return uids, nil
+	return keys, nil
 }
 
 func metaOf(obj any) *metav1.PartialObjectMetadata { return metacache.Object(obj) }
@@ -425,12 +447,12 @@ func (w *watcher) cachedOwner(gvr schema.GroupVersionResource, ns, name string) 
 // holds or should hold its finalizer on, for itself.
 func (w *watcher) ownerHandler(gvr schema.GroupVersionResource, policy bool) cache.ResourceEventHandler {
 	self := func(m *metav1.PartialObjectMetadata) {
-		if policy || slices.Contains(m.Finalizers, links.Finalizer) || m.Labels[links.OwnerLabel] != "" || len(w.dependentsOf(string(m.UID))) > 0 {
+		if policy || slices.Contains(m.Finalizers, links.Finalizer) || m.Labels[links.OwnerLabel] != "" || len(w.dependentsOf(objectIndexKey(gvr, m))) > 0 {
 			w.queue.Add(request{Owner: true, GVR: gvr, Namespace: m.Namespace, Name: m.Name})
 		}
 	}
 	deps := func(m *metav1.PartialObjectMetadata) {
-		for _, r := range w.dependentsOf(string(m.UID)) {
+		for _, r := range w.dependentsOf(objectIndexKey(gvr, m)) {
 			w.queue.Add(r)
 		}
 	}
