@@ -57,7 +57,9 @@ type LienTarget struct {
 	// Kubernetes does (lower case; s, x, z, ch, sh: +es; consonant+y: ies;
 	// else +s; Endpoints: endpoints). Set it for a kind whose plural is
 	// irregular (a CRD's spec.names.plural). The controller refuses an
-	// entry whose resource is not the kind's (Ready=False, InvalidTarget).
+	// entry whose resource is not the kind's, and one without resource
+	// whose kind is served under another plural than the guess (the
+	// rights checked were the guess's): Ready=False, InvalidTarget.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -96,7 +98,9 @@ type ClusterLienTarget struct {
 	// Kubernetes does (lower case; s, x, z, ch, sh: +es; consonant+y: ies;
 	// else +s; Endpoints: endpoints). Set it for a kind whose plural is
 	// irregular (a CRD's spec.names.plural). The controller refuses an
-	// entry whose resource is not the kind's (Ready=False, InvalidTarget).
+	// entry whose resource is not the kind's, and one without resource
+	// whose kind is served under another plural than the guess (the
+	// rights checked were the guess's): Ready=False, InvalidTarget.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63

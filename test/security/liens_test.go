@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
@@ -23,6 +24,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/testenv"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // lienRights lets an identity create, read and change liens in its
@@ -622,4 +624,57 @@ func TestAClusterLienOnANamespaceHeldFromInsideIsReleased(t *testing.T) {
 	eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func(ctx context.Context) (bool, error) {
 		return testenv.Gone(ctx, admin, namespaceObj)
 	})
+}
+
+// TestGuessedPluralCannotProtectAnotherResource: a tenant RBAC lets delete
+// cactuses (a resource nobody serves: the plural guessed from kind Cactus)
+// makes a Lien on a Cactus, served as cacti, without resource.
+// teardown-lien-rights checks the guess and lets it through; the
+// controller must not then protect cacti, which the tenant may not delete:
+// the entry is refused (Ready=False, InvalidTarget, naming the served
+// resource), the Cactus carries no marker and whoever may delete it does.
+// The controller used the real plural, and the Cactus became undeletable.
+func TestGuessedPluralCannotProtectAnotherResource(t *testing.T) {
+	ctx := context.Background()
+	const group = "cacti.security.teardown.test"
+	crd := pluralCRD("Cactus", "cacti", false)
+	crd.Name, crd.Spec.Group = "cacti."+group, group
+	if err := admin.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), crd) })
+	ns := namespace(t, "cacti")
+	cactus := &unstructured.Unstructured{}
+	cactus.SetAPIVersion(group + "/v1")
+	cactus.SetKind("Cactus")
+	cactus.SetNamespace(ns)
+	cactus.SetName("prickly")
+	eventually(t, time.Minute, "the Cactus CRD to be served", func(ctx context.Context) (bool, error) {
+		return admin.Create(ctx, cactus.DeepCopy()) == nil, nil
+	})
+	tenant := serviceAccount(t, ns, "tenant", append(lienRights, mayDelete(group, "cactuses")))
+	waitAllowed(t, tenant, "delete", schema.GroupResource{Group: group, Resource: "cactuses"}, ns, "prickly")
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-prickly"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: group + "/v1", Kind: "Cactus", Name: "prickly"}},
+			Reason:  "the tenant wants it kept",
+		},
+	}
+	if err := tenant.Create(ctx, l); err != nil {
+		t.Fatalf("the tenant's Lien (the rights check guesses cactuses): %v", err)
+	}
+	c := lienCondition(t, l, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidTarget)
+	if want := "protect[0].resource: kind Cactus is served as cacti, not cactuses as guessed"; !strings.Contains(c.Message, want) {
+		t.Errorf("Ready message %q, want it to contain %q", c.Message, want)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(cactus), cactus); err != nil {
+		t.Fatal(err)
+	}
+	if cactus.GetLabels()[lien.Label] != "" || cactus.GetAnnotations()[lien.Annotation] != "" {
+		t.Errorf("the Cactus carries lien markers: labels %v, annotations %v", cactus.GetLabels(), cactus.GetAnnotations())
+	}
+	if err := admin.Delete(ctx, cactus); err != nil {
+		t.Errorf("deleting the Cactus the Lien may not protect: %v", err)
+	}
 }

@@ -439,6 +439,11 @@ func (r *Reconciler) resolve(o object, x ref) (_ resolved, msg string, notServed
 		// The rights policy checked the creator may delete x.Resource:
 		// protecting another resource would protect what they may not.
 		return resolved{}, fmt.Sprintf("%s.resource: %s is not the resource of kind %s (served as %s): nothing is protected for this entry", x.Field, x.Resource, x.Kind, m.Resource.Resource), false
+	case x.Resource == "" && lien.GuessResource(x.Kind) != m.Resource.Resource:
+		// Without resource, the rights policy checked the resource it
+		// guessed from the kind, not the one the kind is served as.
+		guess := lien.GuessResource(x.Kind)
+		return resolved{}, fmt.Sprintf("%s.resource: kind %s is served as %s, not %s as guessed from the kind, whose rights were the ones checked: nothing is protected for this entry; set resource: %s", x.Field, x.Kind, m.Resource.Resource, guess, m.Resource.Resource), false
 	case o.namespaced() && x.Namespace != "":
 		return resolved{}, fmt.Sprintf("%s.namespace: a Lien only reaches objects in its own namespace", x.Field), false
 	case o.namespaced() && !nsScoped:
