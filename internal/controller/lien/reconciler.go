@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/conditions"
+	"github.com/teardown-dev/teardown/internal/controller/fairqueue"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -136,6 +138,12 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(forObj.unwrap()).
+		WithOptions(controller.Options{
+			// Requests take turns by namespace: one tenant's churn cannot
+			// delay another namespace's protection (docs/security.md).
+			NewQueue:    fairqueue.NewRateLimitingQueue,
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
+		}).
 		Build(r)
 	if err != nil {
 		return err

@@ -1,0 +1,19 @@
+// Package fairqueue is a work queue that takes turns between tenants: one
+// namespace whose objects churn cannot delay another namespace's requests
+// behind its backlog.
+//
+// client-go's work queue hands items out first in, first out. A tenant who
+// relabels its 30 objects 360 times in 40 s keeps the lien controller's
+// queue full of its own requests, and a Lien created meanwhile in another
+// namespace waited 29-45 s to be applied (1-2 s idle), while DELETEs of the
+// object it was to protect were accepted. Queue keeps one FIFO per key (a
+// request's namespace; "" for cluster-scoped objects) and pops the keys in
+// turn, so a request waits for at most one request of each other busy key
+// ahead of it, however long their backlogs.
+//
+// It is the ordering inside client-go's queue (workqueue.Queue), so the
+// queue keeps its guarantees: an item queued twice is queued once, an item
+// being processed is not handed to a second worker, delays and rate limits
+// work as before. NewRateLimitingQueue builds the controller-runtime queue
+// around it (controller.Options.NewQueue).
+package fairqueue
