@@ -109,26 +109,40 @@ func TestPlanWritersNeedEscalate(t *testing.T) {
 		return controllerutil.ContainsFinalizer(existing, v1alpha1.TeardownFinalizer), err
 	})
 
-	spec := existing.DeepCopy()
-	spec.Spec.KeepUntilDone = []v1alpha1.ClusterLienTarget{{APIVersion: "v1", Kind: "ServiceAccount", Namespace: "kube-system", Name: "default"}}
-	refused(t, "changing a Teardown's spec", id.Update(ctx, spec, client.DryRunAll), mayNot("spec", existing.Name)...)
+	// The controller writes the plan's status meanwhile: each write is
+	// tried on a fresh read, again if the read was overtaken.
+	write := func(change func(*v1alpha1.Teardown), do func(*v1alpha1.Teardown) error) error {
+		var err error
+		for range 10 {
+			fresh := &v1alpha1.Teardown{}
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(existing), fresh); err != nil {
+				t.Fatal(err)
+			}
+			change(fresh)
+			if err = do(fresh); !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+		return err
+	}
+	update := func(o *v1alpha1.Teardown) error { return id.Update(ctx, o, client.DryRunAll) }
 
-	status := existing.DeepCopy()
-	status.Status.Phase = v1alpha1.PhaseSucceeded
-	refused(t, "writing a Teardown's status", id.Status().Update(ctx, status, client.DryRunAll), mayNot("status", existing.Name)...)
+	refused(t, "changing a Teardown's spec", write(func(o *v1alpha1.Teardown) {
+		o.Spec.KeepUntilDone = []v1alpha1.ClusterLienTarget{{APIVersion: "v1", Kind: "ServiceAccount", Namespace: "kube-system", Name: "default"}}
+	}, update), mayNot("spec", existing.Name)...)
 
-	finalizers := existing.DeepCopy()
-	controllerutil.RemoveFinalizer(finalizers, v1alpha1.TeardownFinalizer)
-	refused(t, "removing a Teardown's finalizer", id.Update(ctx, finalizers, client.DryRunAll), mayNot("metadata.finalizers", existing.Name)...)
+	refused(t, "writing a Teardown's status", write(func(o *v1alpha1.Teardown) { o.Status.Phase = v1alpha1.PhaseSucceeded },
+		func(o *v1alpha1.Teardown) error { return id.Status().Update(ctx, o, client.DryRunAll) }), mayNot("status", existing.Name)...)
 
-	resume := existing.DeepCopy()
-	metav1.SetMetaDataAnnotation(&resume.ObjectMeta, v1alpha1.RunFromStepAnnotation, "delete-secrets")
-	refused(t, "resuming a Teardown", id.Update(ctx, resume, client.DryRunAll),
-		mayNot("metadata.annotations["+v1alpha1.RunFromStepAnnotation+"]", existing.Name)...)
+	refused(t, "removing a Teardown's finalizer", write(func(o *v1alpha1.Teardown) {
+		controllerutil.RemoveFinalizer(o, v1alpha1.TeardownFinalizer)
+	}, update), mayNot("metadata.finalizers", existing.Name)...)
 
-	labelled := existing.DeepCopy()
-	metav1.SetMetaDataLabel(&labelled.ObjectMeta, "team", "platform")
-	if err := id.Update(ctx, labelled, client.DryRunAll); err != nil {
+	refused(t, "resuming a Teardown", write(func(o *v1alpha1.Teardown) {
+		metav1.SetMetaDataAnnotation(&o.ObjectMeta, v1alpha1.RunFromStepAnnotation, "delete-secrets")
+	}, update), mayNot("metadata.annotations["+v1alpha1.RunFromStepAnnotation+"]", existing.Name)...)
+
+	if err := write(func(o *v1alpha1.Teardown) { metav1.SetMetaDataLabel(&o.ObjectMeta, "team", "platform") }, update); err != nil {
 		t.Errorf("a label on a Teardown steers nothing, want it accepted: %v", err)
 	}
 	if err := id.Delete(ctx, existing, client.DryRunAll); err != nil {
