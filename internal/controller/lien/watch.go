@@ -125,9 +125,15 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	return nil
 }
 
-// follow watches, while o names them, the objects its protect and heldBy
-// entries select (its name as a field selector, or its label selector, in
-// its namespace); bad input selects nothing.
+// follow watches, while o names them, the objects of each kind its
+// protect and heldBy entries name in the namespace they reach: one watch
+// per kind and namespace, shared by every lien that names them there (the
+// cache counts its users), whatever their names and selectors; the events
+// are routed to the liens in memory (requestsFor). So the WATCHes and
+// goroutines grow with the kinds and namespaces protected, not with lien
+// entries: 40 liens of 32 entries each in one namespace, naming
+// ConfigMaps, are one watch (it was one per entry, about 1,000). Bad input
+// selects nothing.
 func (r *Reconciler) follow(o object) error {
 	protect, heldBy, _, _ := o.spec()
 	var sels []metacache.Selection
@@ -136,15 +142,10 @@ func (r *Reconciler) follow(o object) error {
 		if msg != "" {
 			continue
 		}
-		s := metacache.Selection{GVK: res.gvk, Namespace: res.namespace, Name: x.Name}
-		if x.Name == "" {
-			sel, err := metav1.LabelSelectorAsSelector(x.Selector)
-			if err != nil {
-				continue
-			}
-			s.Labels = sel.String()
+		s := metacache.Selection{GVK: res.gvk, Namespace: res.namespace}
+		if !slices.Contains(sels, s) {
+			sels = append(sels, s)
 		}
-		sels = append(sels, s)
 	}
 	return r.watches.Follow(client.ObjectKeyFromObject(o.unwrap()), sels)
 }
@@ -167,7 +168,7 @@ func (r *Reconciler) watchedKinds() []schema.GroupVersionKind {
 // changed carries (strays.go); changed's repair when its markers are
 // broken (repair.go); and, for a CRD, the liens it concerns (crd.go).
 func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
-	reqs := append(r.liensNaming(ctx, gvk), r.strayLiens(ctx, changed)...)
+	reqs := append(r.liensNaming(ctx, gvk, changed), r.strayLiens(ctx, changed)...)
 	if len(lien.Problems(changed)) > 0 {
 		reqs = append(reqs, repairRequest(objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}))
 	}
@@ -177,10 +178,44 @@ func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKin
 	return reqs
 }
 
-// liensNaming is the liens of this reconciler's kind whose protect, heldBy
-// or helmReleasesOf names gvk, from the cache by the kinds index.
-func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind) []reconcile.Request {
-	return r.requests(ctx, client.MatchingFields{kindsField: gvkKey(gvk)})
+// liensNaming is the liens of this reconciler's kind that name gvk where
+// changed lives, from the cache by the kinds index: a Lien of changed's
+// namespace (a Lien reaches no other), a ClusterLien with an entry of gvk
+// in changed's namespace (or cluster-scoped, for a cluster-scoped object),
+// or following gvk everywhere (helmReleasesOf). An event in one namespace
+// never reconciles another namespace's liens.
+func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
+	ns := changed.GetNamespace()
+	if r.newObject().namespaced() {
+		if ns == "" {
+			return nil
+		}
+		return r.requests(ctx, client.InNamespace(ns), client.MatchingFields{kindsField: gvkKey(gvk)})
+	}
+	l, err := r.list(ctx, r.Client, client.MatchingFields{kindsField: gvkKey(gvk)})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing liens")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, o := range l {
+		if reaches(o, gvk, ns) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
+		}
+	}
+	return reqs
+}
+
+// reaches reports whether the ClusterLien o names objects of gvk in
+// namespace ns ("" for cluster-scoped ones), or follows gvk everywhere.
+func reaches(o object, gvk schema.GroupVersionKind, ns string) bool {
+	if of := o.helmReleasesOf(); of != nil {
+		return true
+	}
+	protect, heldBy, _, _ := o.spec()
+	return slices.ContainsFunc(append(protect, heldBy...), func(x ref) bool {
+		return x.APIVersion == gvk.GroupVersion().String() && x.Kind == gvk.Kind && x.Namespace == ns
+	})
 }
 
 // requests is a request for each lien of this reconciler's kind that the
