@@ -45,6 +45,9 @@ func index(fi client.FieldIndexer) error {
 		if err := fi.IndexField(context.Background(), obj, protectedField, indexProtected); err != nil {
 			return fmt.Errorf("indexing %T by the objects it protects: %w", obj, err)
 		}
+		if err := fi.IndexField(context.Background(), obj, missingPermissionField, indexMissingPermission); err != nil {
+			return fmt.Errorf("indexing %T by a missing permission: %w", obj, err)
+		}
 	}
 	return nil
 }
