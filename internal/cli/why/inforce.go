@@ -230,7 +230,9 @@ func notInForceFindings(f *Facts) []Finding {
 }
 
 // notArmed: the controller saw the plan and could not arm it.
-func notArmed(p doctor.Plan) bool { return p.Phase == "" && p.Armed != "" }
+func notArmed(p doctor.Plan) bool {
+	return p.Armed != "" && (p.Phase == "" || p.Phase == string(v1alpha1.PhasePending))
+}
 
 func describeCommand(l NamingLien) string {
 	if l.Kind == "Lien" {
