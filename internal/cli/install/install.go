@@ -25,7 +25,7 @@ ValidatingAdmissionPolicies, then waits until kube-apiserver enforces them.
 Running it again changes nothing. --dry-run prints the objects instead.
 
 teardown's controller changes only the kinds it is granted: --grant and
---grant-delete write the ClusterRole `+install.GrantsRole+` with exactly those
+--grant-delete write the ClusterRole ` + install.GrantsRole + ` with exactly those
 rights (without them, install leaves it as it is). Install ends by saying
 what the controller is granted now.`,
 		Args: cobra.NoArgs,

@@ -9,7 +9,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/rights"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/refused"
+	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
 // NotInForce is protection asked for the target that is not in force: the
@@ -74,12 +74,13 @@ func gatherNotInForce(ctx context.Context, c *resource.Clients, f *Facts) NotInF
 				if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l) != nil {
 					continue
 				}
+				entries := make([]v1alpha1.ClusterLienTarget, 0, len(l.Spec.Protect))
 				for _, p := range l.Spec.Protect {
-					if protectNames(p.APIVersion, p.Kind, l.Namespace, p.Name, p.Selector, gk, obj) {
-						found = append(found, NamingLien{Name: l.Namespace + "/" + l.Name, Kind: "Lien", Namespace: l.Namespace, LienName: l.Name,
-							Mode: string(l.Spec.Mode), Reason: l.Spec.Reason, Ready: apimeta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)})
-						break
-					}
+					entries = append(entries, v1alpha1.ClusterLienTarget{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: l.Namespace, Name: p.Name, Selector: p.Selector})
+				}
+				if namedBy(entries, gk, obj) {
+					found = append(found, NamingLien{Name: l.Namespace + "/" + l.Name, Kind: "Lien", Namespace: l.Namespace, LienName: l.Name,
+						Mode: string(l.Spec.Mode), Reason: l.Spec.Reason, Ready: apimeta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)})
 				}
 			}
 		}
@@ -87,15 +88,9 @@ func gatherNotInForce(ctx context.Context, c *resource.Clients, f *Facts) NotInF
 	if list, err := c.Dynamic.Resource(clusterLiensGVR).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, u := range list.Items {
 			var l v1alpha1.ClusterLien
-			if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l) != nil {
-				continue
-			}
-			for _, p := range l.Spec.Protect {
-				if protectNames(p.APIVersion, p.Kind, p.Namespace, p.Name, p.Selector, gk, obj) {
-					found = append(found, NamingLien{Name: l.Name, Kind: "ClusterLien", LienName: l.Name,
-						Mode: string(l.Spec.Mode), Reason: l.Spec.Reason, Ready: apimeta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)})
-					break
-				}
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l) == nil && namedBy(l.Spec.Protect, gk, obj) {
+				found = append(found, NamingLien{Name: l.Name, Kind: "ClusterLien", LienName: l.Name,
+					Mode: string(l.Spec.Mode), Reason: l.Spec.Reason, Ready: apimeta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)})
 			}
 		}
 	}
@@ -157,18 +152,11 @@ func controllerServiceAccount(ctx context.Context, c *resource.Clients) (ns, nam
 	return "", "", false
 }
 
-// protectNames reports whether a protect entry (apiVersion, kind, the namespace
-// it applies to, name or selector) names obj, of kind gk.
-func protectNames(apiVersion, kind, namespace, name string, selector *metav1.LabelSelector, gk schema.GroupKind, obj *unstructured.Unstructured) bool {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil || gv.Group != gk.Group || kind != gk.Kind || namespace != obj.GetNamespace() {
-		return false
-	}
-	if name != "" {
-		return name == obj.GetName()
-	}
-	sel, err := metav1.LabelSelectorAsSelector(selector)
-	return err == nil && sel.Matches(labels.Set(obj.GetLabels()))
+// namedBy reports whether a protect entry (a Lien's with its namespace
+// filled in) names obj, of kind gk: by name, or by selector, as a plan's
+// keepUntilDone does.
+func namedBy(entries []v1alpha1.ClusterLienTarget, gk schema.GroupKind, obj *unstructured.Unstructured) bool {
+	return teardown.Keeps(entries, gk.WithVersion(""), obj) >= 0
 }
 
 // notInForceFindings says, for each lien, owner link or plan that asks to

@@ -13,8 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // missingPermissionField indexes the liens whose Ready says the
@@ -25,19 +23,6 @@ const missingPermissionField = "status.missingPermission"
 // too: kube-apiserver's authorizer learns of the change through its own
 // informer, a moment after the event that reaches the controller.
 const grantSeen = 3 * time.Second
-
-func indexMissingPermission(obj client.Object) []string {
-	o, ok := wrap(obj)
-	if !ok {
-		return nil
-	}
-	for _, c := range o.status().Conditions {
-		if c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonMissingPermission {
-			return []string{"true"}
-		}
-	}
-	return nil
-}
 
 // watchGrants re-reconciles, when a ClusterRole or ClusterRoleBinding
 // changes (a grant labelled teardown.dev/aggregate-to-controller, the
