@@ -190,7 +190,7 @@ func notInForceFindings(f *Facts) []Finding {
 		fd := Finding{Kind: "NotInForce", Title: fmt.Sprintf("Teardown %s names it as its trigger but is not armed: deleting it now does not run the plan", p.Name)}
 		fd.Facts = []Fact{{"why not", "Armed=False, " + p.Armed}}
 		if strings.HasPrefix(p.Armed, v1alpha1.ReasonMissingPermission) {
-			fd.Advice = append(fd.Advice, "grant the right the message names, with a ClusterRole labelled "+rights.Aggregate+"=true (teardown install --grant RESOURCE writes one): the plan arms within 30 seconds, nothing else to do")
+			fd.Advice = append(fd.Advice, "grant the right the message names, with a ClusterRole labelled "+rights.Aggregate+"=true (teardown install --grant RESOURCE writes one): the plan arms within seconds, nothing else to do")
 		}
 		fd.Advice = append(fd.Advice, "kubectl describe teardown "+p.Name)
 		out = append(out, fd)
