@@ -28,6 +28,7 @@ var Files = []string{
 	"policy/owner-links.yaml",
 	"policy/teardown-foreground.yaml",
 	"policy/teardown-rights.yaml",
+	"policy/controller-grants.yaml",
 }
 
 // ControllerFiles are the controller's Deployment, PodDisruptionBudget and

@@ -284,6 +284,8 @@ type LienStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=teardown
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Why",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].status`
 // +kubebuilder:printcolumn:name="Protected",type=integer,JSONPath=`.status.protectedCount`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=0
@@ -313,6 +315,8 @@ type LienList struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=teardown
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Why",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].status`
 // +kubebuilder:printcolumn:name="Protected",type=integer,JSONPath=`.status.protectedCount`
 // +kubebuilder:printcolumn:name="Followed",type=integer,JSONPath=`.status.followed`,priority=1

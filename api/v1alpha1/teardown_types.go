@@ -400,6 +400,8 @@ type TeardownStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,categories=teardown
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Armed")].status`
+// +kubebuilder:printcolumn:name="Why",type=string,JSONPath=`.status.conditions[?(@.type=="Armed")].reason`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentStep`
 // +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=`.spec.trigger.name`

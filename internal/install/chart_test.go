@@ -156,6 +156,43 @@ func TestThreeInstallPathsProduceTheSameObjects(t *testing.T) {
 	}
 }
 
+// TestGrantsAreTheSameOnEveryPath compares the ClusterRole of `teardown
+// install --grant secrets,configmaps,example.com/foos`, of the chart with
+// those grants in its values, and of the kustomize example
+// examples/kustomize-grants; and what each path renders besides it is what
+// it renders without grants.
+func TestGrantsAreTheSameOnEveryPath(t *testing.T) {
+	objs, err := install.Objects(install.Options{Grants: install.Grants{Patch: []string{"secrets", "configmaps", "example.com/foos"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := install.Render(&b, objs); err != nil {
+		t.Fatal(err)
+	}
+	key := "ClusterRole//" + install.GrantsRole
+	want := decode(t, b.String())[key]
+	if want == nil {
+		t.Fatalf("teardown install --grant renders no %s", key)
+	}
+	chart := decode(t, run(t, nil, helm, "template", "teardown", "charts/teardown", "-n", install.Namespace,
+		"--set", "grants.patch={secrets,configmaps,example.com/foos}"))
+	if diff := cmp.Diff(want, chart[key]); diff != "" {
+		t.Errorf("the chart's %s differs from teardown install --grant (-install +helm):\n%s", key, diff)
+	}
+	if _, ok := decode(t, run(t, nil, helm, "template", "teardown", "charts/teardown", "-n", install.Namespace))[key]; ok {
+		t.Errorf("the chart renders %s without grants in its values", key)
+	}
+	kustomized := decode(t, run(t, nil, "kubectl", "kustomize", "examples/kustomize-grants"))
+	if diff := cmp.Diff(want, kustomized[key]); diff != "" {
+		t.Errorf("examples/kustomize-grants' %s differs from teardown install --grant (-install +kustomize):\n%s", key, diff)
+	}
+	delete(kustomized, key)
+	if diff := cmp.Diff(installed(t, "teardown:latest"), kustomized); diff != "" {
+		t.Errorf("examples/kustomize-grants besides %s differs from config/default (-install +kustomize):\n%s", key, diff)
+	}
+}
+
 // TestChartInstallsEnforcesAndUninstallsClean installs the chart with a
 // real helm, checks the lien policy is enforced, and uninstalls it. The
 // local control plane runs no kubelet, so the test plays the pre-delete

@@ -54,6 +54,9 @@ type Options struct {
 	// ControllerImage, if set, also installs the controller's Deployment
 	// (two replicas), PodDisruptionBudget and metrics Service with it.
 	ControllerImage string
+	// Grants, if not empty, installs GrantsRole granting exactly these;
+	// empty leaves GrantsRole as it is.
+	Grants Grants
 }
 
 // Objects are the manifests to apply, in order, with opts applied.
@@ -110,6 +113,15 @@ func Objects(opts Options) ([]*unstructured.Unstructured, error) {
 				}
 			}
 		}
+	}
+	if !opts.Grants.Empty() {
+		role, err := grantsRole(opts.Grants)
+		if err != nil {
+			return nil, err
+		}
+		// After the controller's RBAC, before the policies.
+		at := slices.IndexFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetKind() == "Trust" })
+		objs = slices.Insert(objs, at, role)
 	}
 	return objs, nil
 }
@@ -176,6 +188,10 @@ func Apply(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) e
 			fmt.Fprintf(out, "the lien policies trust %s to change lien markers: run the controller as one of them (teardown controller impersonates %s when it may)\n",
 				Trust{ControllerUsers: users, BreakGlassGroups: groups}, ControllerUser)
 		}
+	}
+	// What is granted is a report: the install is done without it.
+	if err := ReportGrants(ctx, cfg, out); err != nil {
+		fmt.Fprintf(out, "could not say what teardown's controller is granted: %v\n", err)
 	}
 	return nil
 }

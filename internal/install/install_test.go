@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,14 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/teardown-trigger-foreground",
 		"ValidatingAdmissionPolicy/teardown-plan-rights",
 		"ValidatingAdmissionPolicyBinding/teardown-plan-rights",
+		"ValidatingAdmissionPolicy/teardown-grants-warn",
+		"ValidatingAdmissionPolicyBinding/teardown-grants-warn",
+		"ValidatingAdmissionPolicy/teardown-grants-warn-16",
+		"ValidatingAdmissionPolicyBinding/teardown-grants-warn-16",
+		"ValidatingAdmissionPolicy/teardown-grants-warn-owned",
+		"ValidatingAdmissionPolicyBinding/teardown-grants-warn-owned",
+		"ValidatingAdmissionPolicy/teardown-grants-warn-owner",
+		"ValidatingAdmissionPolicyBinding/teardown-grants-warn-owner",
 	}
 	if diff := cmp.Diff(want, names(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
@@ -80,6 +89,38 @@ func TestOptionsSetThePolicyParameters(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, spec); diff != "" {
 		t.Errorf("Trust teardown spec (-want +got):\n%s", diff)
+	}
+}
+
+func TestGrantsAreOneRulePerVerbAndGroup(t *testing.T) {
+	objs, err := Objects(Options{Grants: Grants{
+		Patch:  []string{"secrets", "example.com/foos", "configmaps", "secrets"},
+		Delete: []string{"example.com/foos"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := slices.IndexFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetName() == GrantsRole })
+	if at < 0 || objs[at+1].GetKind() != "Trust" {
+		t.Fatalf("ClusterRole %s is not right before the Trust: %v", GrantsRole, names(objs))
+	}
+	want := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "ClusterRole",
+		"metadata": map[string]any{"name": GrantsRole, "labels": map[string]any{
+			"app.kubernetes.io/name": "teardown", "teardown.dev/aggregate-to-controller": "true",
+		}},
+		"rules": []any{
+			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"foos"}, "verbs": []any{"delete"}},
+			map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps", "secrets"}, "verbs": []any{"patch"}},
+			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"foos"}, "verbs": []any{"patch"}},
+		},
+	}
+	if diff := cmp.Diff(want, objs[at].Object); diff != "" {
+		t.Errorf("ClusterRole %s (-want +got):\n%s", GrantsRole, diff)
+	}
+	if _, err := Objects(Options{Grants: Grants{Patch: []string{"example.com/foos/status"}}}); err == nil {
+		t.Error("a grant of example.com/foos/status was accepted; want an error naming the form")
 	}
 }
 

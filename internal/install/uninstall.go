@@ -61,8 +61,9 @@ type UninstallOptions struct {
 // Objects already gone are fine: Uninstall is idempotent. Progress lines go
 // to out.
 func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions, out io.Writer) error {
-	// Any image: it only adds the controller's objects to those to delete.
-	objs, err := Objects(Options{ControllerImage: "uninstall"})
+	// Any image and any grant: they only add the controller's objects and
+	// GrantsRole to those to delete.
+	objs, err := Objects(Options{ControllerImage: "uninstall", Grants: Grants{Patch: []string{"uninstall"}}})
 	if err != nil {
 		return err
 	}

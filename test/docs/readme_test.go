@@ -46,6 +46,9 @@ func TestInstallingOnACluster(t *testing.T) {
 	lines := shellBlock(t, "README.md", "## Installing on a cluster")
 	ran := map[string]bool{}
 	for _, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue // a comment going on from the line above
+		}
 		verb := strings.Fields(line)[1]
 		if strings.HasPrefix(line, "kubectl ") {
 			verb = "kubectl"
@@ -63,36 +66,23 @@ func TestInstallingOnACluster(t *testing.T) {
 				}
 				break
 			}
-			for _, want := range []string{"lien policy enforced", "the lien policies trust users system:serviceaccount:teardown-system:teardown-controller"} {
+			wants := []string{"lien policy enforced", "the lien policies trust users system:serviceaccount:teardown-system:teardown-controller"}
+			if strings.Contains(line, "--grant secrets") {
+				wants = append(wants, "clusterrole/teardown-grants: patch secrets")
+			}
+			for _, want := range wants {
 				if !strings.Contains(out, want) {
 					t.Errorf("%s: output lacks %q:\n%s", line, want, out)
 				}
 			}
 		case "controller":
-			ctx, cancel := context.WithCancel(context.Background())
-			cmd := command(ctx, line)
-			var log syncBuffer
-			cmd.Stdout, cmd.Stderr = &log, &log
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			waitFor(t, 60*time.Second, "the controller to say who it acts as", func() bool {
-				select {
-				case err := <-exited:
-					t.Fatalf("%s exited: %v\n%s", line, err, log.String())
-				default:
-				}
-				return strings.Contains(log.String(), "acting as")
-			})
+			log, stop := startController(t, line)
 			want := "acting as system:serviceaccount:teardown-system:teardown-controller (impersonated by teardown:admin)"
 			if !strings.Contains(log.String(), want) {
 				t.Errorf("the controller's log lacks %q:\n%s", want, log.String())
 			}
 			namespaceRace(t)
-			cancel()
-			<-exited
+			stop()
 		case "uninstall":
 			run(t, line)
 			out := run(t, "kubectl get validatingadmissionpolicies,validatingadmissionpolicybindings -o name")
@@ -108,6 +98,33 @@ func TestInstallingOnACluster(t *testing.T) {
 		if !ran[verb] {
 			t.Errorf("the README's install block no longer runs teardown %s", verb)
 		}
+	}
+}
+
+// startController starts line, a `teardown controller` command, and
+// returns once the controller says whom it acts as; stop ends it.
+func startController(t *testing.T, line string) (log *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := command(ctx, line)
+	log = &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	waitFor(t, 60*time.Second, "the controller to say who it acts as", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("%s exited: %v\n%s", line, err, log.String())
+		default:
+		}
+		return strings.Contains(log.String(), "acting as")
+	})
+	return log, func() {
+		cancel()
+		<-exited
 	}
 }
 

@@ -86,6 +86,7 @@ func Diagnose(f *Facts) Diagnosis {
 
 	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), gk: f.Target.Mapping.GroupVersionKind.GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName(), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
 	d.Findings = append(d.Findings, planFindings(f, d.Deleting)...)
+	d.Findings = append(d.Findings, notInForceFindings(f)...)
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
@@ -119,6 +120,7 @@ func Diagnose(f *Facts) Diagnosis {
 	default:
 		d.Summary = fmt.Sprintf("%s is not being deleted; nothing found that would hold its deletion", d.Target)
 	}
+	d.Summary += notInForceSummary(d)
 	return d
 }
 
@@ -714,7 +716,7 @@ func planFindings(f *Facts, deleting bool) []Finding {
 	gk := f.Target.Mapping.GroupVersionKind.GroupKind()
 	var out []Finding
 	for _, p := range doctor.TriggeredBy(f.Plans, gk, f.Object.GetNamespace(), f.Object.GetName()) {
-		if p.Finished() {
+		if p.Finished() || notArmed(p) { // notInForceFindings says why
 			continue
 		}
 		fd := Finding{Kind: "Plan"}

@@ -34,7 +34,10 @@ type Facts struct {
 	// Plans are the cluster's Teardowns: the plans an object's deletion
 	// runs, or that keep it.
 	Plans []doctor.Plan
-	Now   time.Time
+	// NotInForce is the protection asked for the target that is not in
+	// force (inforce.go).
+	NotInForce NotInForce
+	Now        time.Time
 }
 
 // targetIsNamespace: the target is a namespace, held by its content.

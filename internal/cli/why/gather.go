@@ -89,6 +89,9 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 	}
 	f.LienObjects = doctor.GatherLienObjects(ctx, c.Dynamic, lienNames(f))
 	f.Plans = doctor.GatherPlans(ctx, c.Dynamic)
+	if !isNamespace {
+		f.NotInForce = gatherNotInForce(ctx, c, f)
+	}
 	return f, nil
 }
 

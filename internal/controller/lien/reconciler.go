@@ -157,6 +157,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
 			return err
 		}
 	}
+	if err := r.watchGrants(); err != nil {
+		return err
+	}
 	// CRDs carry the markers of liens on their custom resources (crd.go).
 	return r.watch(crdGVK)
 }

@@ -39,11 +39,14 @@ func index(fi client.FieldIndexer) error {
 		if err := fi.IndexField(context.Background(), obj, kindsField, indexKinds); err != nil {
 			return fmt.Errorf("indexing %T by the kinds it names: %w", obj, err)
 		}
-		if err := fi.IndexField(context.Background(), obj, notServedField, indexNotServed); err != nil {
+		if err := fi.IndexField(context.Background(), obj, notServedField, indexReady(v1alpha1.ReasonKindNotServed)); err != nil {
 			return fmt.Errorf("indexing %T by kinds not served: %w", obj, err)
 		}
 		if err := fi.IndexField(context.Background(), obj, protectedField, indexProtected); err != nil {
 			return fmt.Errorf("indexing %T by the objects it protects: %w", obj, err)
+		}
+		if err := fi.IndexField(context.Background(), obj, missingPermissionField, indexReady(v1alpha1.ReasonMissingPermission)); err != nil {
+			return fmt.Errorf("indexing %T by a missing permission: %w", obj, err)
 		}
 	}
 	return nil
@@ -69,17 +72,21 @@ func indexKinds(obj client.Object) []string {
 	return slices.Compact(keys)
 }
 
-func indexNotServed(obj client.Object) []string {
-	o, ok := wrap(obj)
-	if !ok {
+// indexReady indexes a lien under "true" when its Ready condition has
+// reason.
+func indexReady(reason string) client.IndexerFunc {
+	return func(obj client.Object) []string {
+		o, ok := wrap(obj)
+		if !ok {
+			return nil
+		}
+		for _, c := range o.status().Conditions {
+			if c.Type == v1alpha1.ConditionReady && c.Reason == reason {
+				return []string{"true"}
+			}
+		}
 		return nil
 	}
-	for _, c := range o.status().Conditions {
-		if c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonKindNotServed {
-			return []string{"true"}
-		}
-	}
-	return nil
 }
 
 func indexProtected(obj client.Object) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +117,11 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Options:  o.withDefaults(),
 	}
 	r.triggers = o.Cache.NewSource(mgr.GetRESTMapper(), r.teardownsOfTrigger)
-	_, err = ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	for _, src := range rights.OnGrant(mgr.GetCache(), r.missingPermission) {
+		b = b.WatchesRawSource(src)
+	}
+	_, err = b.
 		Named("teardown").
 		For(&v1alpha1.Teardown{}).
 		Watches(&v1alpha1.ClusterLien{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -128,6 +133,24 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		WatchesRawSource(r.triggers).
 		Build(r)
 	return err
+}
+
+// missingPermission is the plans whose Armed or Running condition says
+// RBAC denies the controller a request they need: a grant looks at them
+// again at once (rights.OnGrant), rather than at the next retry.
+func (r *Reconciler) missingPermission(ctx context.Context) []reconcile.Request {
+	var l v1alpha1.TeardownList
+	if err := r.Client.List(ctx, &l); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing teardowns")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, t := range l.Items {
+		if slices.ContainsFunc(t.Status.Conditions, func(c metav1.Condition) bool { return c.Reason == v1alpha1.ReasonMissingPermission }) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+		}
+	}
+	return out
 }
 
 // Reconcile arms a plan on its trigger, runs it once the trigger is being
