@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -202,16 +201,16 @@ func stuckTerminating(o *resource.Object, c *doctor.Controllers) (Orphan, bool) 
 	managers := doctor.FinalizerManagers(o.ManagedFields)
 	var why []string
 	for _, fin := range o.Finalizers {
-		if fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents || fin == "kubernetes" {
-			continue // the garbage collector's and the namespace controller's: see `teardown why`
+		if doctor.KubernetesOwned(fin) {
+			continue // Kubernetes' own: `teardown why` says what it waits for
 		}
 		v := c.Explain(fin, managers[fin])
-		if v.Stuck() {
+		if v.Unremoved() {
 			set := ""
-			if v.Manager != "" {
-				set = ", set by " + v.Manager
+			if v.SetBy.Manager != "" {
+				set = ", set by " + v.SetBy.Manager
 			}
-			why = append(why, fmt.Sprintf("finalizer %s%s: nobody will remove it (%s)", fin, set, v.Evidence))
+			why = append(why, fmt.Sprintf("finalizer %s%s: %s (%s)", fin, set, v.Says(), v.Evidence))
 		}
 	}
 	if len(why) == 0 {

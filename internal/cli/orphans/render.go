@@ -13,7 +13,7 @@ var titles = map[string]string{
 	HelmReleaseGone:   "Helm release gone (helm uninstall cannot find these)",
 	TeardownOwnerGone: "teardown owner gone",
 	OwnerGone:         "owner gone",
-	StuckTerminating:  "Terminating, held by a finalizer nobody removes",
+	StuckTerminating:  "Terminating, held by a finalizer no running controller is known to remove",
 }
 
 // Render prints the orphans for a person, grouped by kind of finding.

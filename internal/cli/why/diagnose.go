@@ -325,8 +325,10 @@ func relatedIndex(objs []*resource.Object) related {
 	return r
 }
 
-func finalizerFinding(f *Facts, fin, manager string, deleting bool, objs []finalizedObject, rel related) Finding {
-	v := f.Controllers.Explain(fin, manager)
+// finalizerFinding explains finalizer fin, written by setter, on objs. lost
+// adds to what removing it by hand would leave behind.
+func finalizerFinding(f *Facts, fin string, setter doctor.Setter, deleting bool, objs []finalizedObject, rel related, lost ...string) Finding {
+	v := f.Controllers.Explain(fin, setter)
 	fd := Finding{Kind: "Finalizer"}
 	refs := make([]string, 0, len(objs))
 	for _, o := range objs {
@@ -336,61 +338,124 @@ func finalizerFinding(f *Facts, fin, manager string, deleting bool, objs []final
 	if len(objs) > 1 {
 		on = fmt.Sprintf("%d objects: %s", len(objs), on)
 	}
-	switch {
-	case v.Stuck():
-		fd.Blocking = true
-		fd.Title = fmt.Sprintf("finalizer %s: nobody will remove it", fin)
-	case v.State == doctor.Unknown:
-		fd.Blocking = deleting
-		fd.Title = fmt.Sprintf("finalizer %s: waiting for %s", fin, v.Remover)
-	default:
-		fd.Blocking = deleting
-		fd.Title = fmt.Sprintf("finalizer %s: waiting for %s, which runs", fin, v.Remover)
-	}
+	fd.Blocking = deleting || v.Stuck()
+	wait := "waiting for"
 	if !deleting {
-		fd.Title = strings.Replace(fd.Title, ": waiting for", ": a deletion would wait for", 1)
+		wait = "a deletion would wait for"
 	}
-	set := manager
-	if set == "" {
-		set = "unknown (not in managedFields)"
+	switch {
+	case v.State == doctor.Gone:
+		fd.Title = fmt.Sprintf("finalizer %s: nobody will remove it (%s is not in the cluster)", fin, v.Remover)
+	case v.State == doctor.NotRunning:
+		fd.Title = fmt.Sprintf("finalizer %s: %s, which removes it, is not running", fin, v.Remover)
+	case v.Remover == "unknown":
+		fd.Title = fmt.Sprintf("finalizer %s: %s an unknown remover", fin, wait)
+	case v.State == doctor.Running:
+		fd.Title = fmt.Sprintf("finalizer %s: %s %s, which runs", fin, wait, v.Remover)
+	default:
+		fd.Title = fmt.Sprintf("finalizer %s: %s %s", fin, wait, v.Remover)
 	}
-	fd.Facts = append(fd.Facts, Fact{"on", on}, Fact{"set by", set}, Fact{"removed by", v.Remover})
+	fd.Facts = append(fd.Facts, Fact{"on", on}, Fact{"set by", setter.Describe()}, Fact{"removed by", v.Remover})
 	if v.When != "" {
 		fd.Facts = append(fd.Facts, Fact{"removed", v.When})
 	}
 	fd.Facts = append(fd.Facts, Fact{"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)})
+	if v.Source != "" {
+		fd.Facts = append(fd.Facts, Fact{"documented", v.Source})
+	}
+	fd.Advice = finalizerAdvice(v, objs, rel, lost)
+	return fd
+}
 
-	// What removing it by hand would leave behind.
-	var left []string
-	for _, o := range objs {
-		left = append(left, rel.byOwner[o.uid]...)
-		left = append(left, rel.byTeardown[o.uid]...)
-	}
-	if isKubernetesFinalizer(fin) {
-		fd.Advice = append(fd.Advice, "do not remove it: "+v.Remover+" removes it "+v.When+"; the findings about what it waits for are the ones to act on")
-		return fd
-	}
-	if v.Stuck() && strings.HasPrefix(v.Remover, "nobody") {
-		fd.Advice = append(fd.Advice, "ask whoever added it what it protects; nothing else runs cleanup for it")
-	} else if v.Stuck() {
-		fd.Advice = append(fd.Advice, fmt.Sprintf("start %s again (or fix it): it runs its cleanup and removes the finalizer itself", v.Remover))
-	}
-	orphan := fmt.Sprintf("this skips %s's cleanup: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
-	if len(left) > 0 {
-		orphan += "; known dependents left behind: " + names(left)
+// finalizerAdvice is what to do about a finalizer: never to remove one of
+// Kubernetes' own; to remove another only when its remover is confirmed
+// gone, saying what is lost, with the exact command.
+func finalizerAdvice(v doctor.Verdict, objs []finalizedObject, rel related, lost []string) []string {
+	if v.Kubernetes {
+		return []string{fmt.Sprintf("do not remove it: it is Kubernetes' own, and %s removes it %s; removing it by hand skips what it guards. The findings about what it waits for are the ones to act on", v.Remover, v.When)}
 	}
 	o := objs[0]
-	nsFlag := ""
-	if o.namespace != "" {
-		nsFlag = " -n " + o.namespace
+	workload := ""
+	if v.Workload != nil {
+		workload = v.Workload.Ref()
+	}
+	switch v.State {
+	case doctor.Running:
+		a := fmt.Sprintf("nothing to remove: %s runs and removes it %s", v.Remover, orDefault(v.When, "once its cleanup is done"))
+		if workload != "" {
+			a += fmt.Sprintf("; if it does not, its log says what it waits for: kubectl logs %s", workload)
+		}
+		return []string{a}
+	case doctor.NotRunning:
+		a := fmt.Sprintf("fix %s (%s)", v.Remover, v.Evidence)
+		if workload != "" {
+			a += fmt.Sprintf(": kubectl describe %s shows why it is not ready", workload)
+		}
+		return []string{a + "; once it runs it does its cleanup and removes the finalizer itself",
+			fmt.Sprintf("do not remove the finalizer while %s is installed: it has not done its cleanup", v.Remover)}
+	case doctor.Unknown:
+		return []string{"find out what removes it before anything else: " + howToFindRemover(v, o)}
+	}
+	// Gone: the remover is known and nothing of it runs here.
+	var left []string
+	for _, ob := range objs {
+		left = append(left, rel.byOwner[ob.uid]...)
+		left = append(left, rel.byTeardown[ob.uid]...)
+	}
+	skipped := fmt.Sprintf("this skips %s's cleanup: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
+	if len(left) > 0 {
+		skipped += "; known dependents left behind: " + names(left)
+	}
+	for _, l := range lost {
+		skipped += "; " + l
 	}
 	each := ""
 	if len(objs) > 1 {
 		each = " (for each object)"
 	}
-	fd.Advice = append(fd.Advice, fmt.Sprintf("only if %s is gone for good: kubectl patch %s %s%s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers/%d\"}]'%s; %s",
-		v.Remover, o.kindArg, o.name, nsFlag, o.index, each, orphan))
-	return fd
+	return []string{
+		fmt.Sprintf("install or start %s again: it runs its cleanup and removes the finalizer itself", v.Remover),
+		fmt.Sprintf("only if %s is uninstalled for good (%s; make sure it does not run outside the cluster): %s%s; %s",
+			v.Remover, v.Evidence, removeFinalizerCommand(o, v.Finalizer), each, skipped),
+	}
+}
+
+// removeFinalizerCommand removes finalizer from o, and only that one: the
+// test operation makes the patch fail if the list has changed.
+func removeFinalizerCommand(o finalizedObject, finalizer string) string {
+	nsFlag := ""
+	if o.namespace != "" {
+		nsFlag = " -n " + o.namespace
+	}
+	path := fmt.Sprintf("/metadata/finalizers/%d", o.index)
+	return fmt.Sprintf(`kubectl patch %s %s%s --type=json -p '[{"op":"test","path":"%s","value":%q},{"op":"remove","path":"%s"}]'`,
+		o.kindArg, o.name, nsFlag, path, finalizer, path)
+}
+
+// howToFindRemover says how a person finds the controller that honours a
+// finalizer when nothing here names it.
+func howToFindRemover(v doctor.Verdict, o finalizedObject) string {
+	nsFlag := ""
+	if o.namespace != "" {
+		nsFlag = " -n " + o.namespace
+	}
+	var steps []string
+	if v.Domain != "" {
+		word, _, _ := strings.Cut(v.Domain, ".")
+		steps = append(steps, fmt.Sprintf("its domain %s names the project that honours it (look for its operator: kubectl get deployments,statefulsets,daemonsets,pods -A | grep -i %s, or its documentation)", v.Domain, word))
+	}
+	steps = append(steps, fmt.Sprintf("kubectl get %s %s%s -o yaml --show-managed-fields shows who wrote it", o.kindArg, o.name, nsFlag))
+	if tool := v.SetBy.ManifestTool(); tool != "" {
+		steps = append(steps, fmt.Sprintf("%s wrote it from a manifest: the chart or repository it came from documents the controller that removes it", tool))
+	}
+	return strings.Join(steps, "; ") + ". Remove it only once you know that controller is gone for good and what its cleanup would have done"
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
 
 func foregroundFinding(f *Facts, uid types.UID) *Finding {
@@ -544,7 +609,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	var keys []string
 	var lienObjs []objectRef
 	type finGroup struct {
-		manager string
+		manager doctor.Setter
 		objs    []finalizedObject
 	}
 	fins := map[string]*finGroup{}
@@ -561,7 +626,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		managers := doctor.FinalizerManagers(o.ManagedFields)
 		for i, fin := range o.Finalizers {
 			reasons = append(reasons, "finalizer "+fin)
-			key := fin + "|" + managers[fin]
+			key := fmt.Sprintf("%s|%s|%v", fin, managers[fin].Manager, managers[fin].Applied)
 			g, ok := fins[key]
 			if !ok {
 				g = &finGroup{manager: managers[fin]}
@@ -615,16 +680,16 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		g := fins[key]
 		fin, _, _ := strings.Cut(key, "|")
 		sort.Slice(g.objs, func(i, j int) bool { return g.objs[i].ref < g.objs[j].ref })
-		fd := finalizerFinding(f, fin, g.manager, deleting, g.objs, rel)
-		if rest := rel.byHelmNS[ns]; len(rest) > 0 && fd.Advice != nil && !isKubernetesFinalizer(fin) {
-			fd.Advice[len(fd.Advice)-1] += "; the objects Helm installed from this namespace outside it are then orphaned for good: " + names(rest)
+		var lost []string
+		if rest := rel.byHelmNS[ns]; len(rest) > 0 {
+			lost = append(lost, "the objects Helm installed from this namespace outside it are then orphaned for good: "+names(rest))
 		}
-		out = append(out, fd)
+		out = append(out, finalizerFinding(f, fin, g.manager, deleting, g.objs, rel, lost...))
 	}
 	if deleting && len(f.Content) == 0 {
 		spec, _, _ := unstructured.NestedStringSlice(f.Object.Object, "spec", "finalizers")
 		if slices.Contains(spec, "kubernetes") {
-			v := f.Controllers.Explain("kubernetes", "")
+			v := f.Controllers.Explain("kubernetes", doctor.Setter{})
 			out = append(out, Finding{Kind: "Finalizer", Blocking: true,
 				Title:  "the namespace is empty but its finalizer kubernetes remains",
 				Facts:  []Fact{{"removed by", v.Remover}, {"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)}},
@@ -649,12 +714,6 @@ func kubectlArg(ref, ns string) string {
 		return ref
 	}
 	return ref + " -n " + ns
-}
-
-// isKubernetesFinalizer: removed by Kubernetes itself once what it waits for
-// is done; never to be removed by hand.
-func isKubernetesFinalizer(fin string) bool {
-	return fin == "kubernetes" || fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents
 }
 
 // helmLeftovers: objects outside the namespace that Helm installed from

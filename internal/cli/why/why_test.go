@@ -45,7 +45,7 @@ func TestWhyNamespaceHeldByFinalizerNobodyRemoves(t *testing.T) {
 		"namespace/"+ns+" is being deleted since",
 		"[BLOCKING] finalizer example.com/cleanup: nobody will remove it",
 		"set by:     widget-operator",
-		`no Deployment or leader Lease matching "widget-operator" or "example.com" found`,
+		`no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching "widget-operator" or "example.com" found`,
 		"widget.example.com ×3",
 		"3 objects: "+ns+"/widget.example.com/a, "+ns+"/widget.example.com/b, "+ns+"/widget.example.com/c",
 		"NamespaceFinalizersRemaining",
