@@ -98,12 +98,25 @@ func Diagnose(f *Facts) Diagnosis {
 			d.Findings = append(d.Findings, *fd)
 		}
 	}
+	switch {
+	case f.targetIs("", "Pod") && d.Deleting:
+		d.Findings = append(d.Findings, deadNodeFindings(f, obj.GetName())...)
+	case f.targetIs("", "PersistentVolumeClaim"):
+		d.Findings = append(d.Findings, claimFindings(f, d.Deleting)...)
+	case f.targetIs("apiextensions.k8s.io", "CustomResourceDefinition"):
+		d.Findings = append(d.Findings, definitionFindings(f, d.Deleting, related)...)
+		conv, _ := conversionFindings(f, "")
+		for i := range conv {
+			conv[i].Blocking = d.Deleting
+		}
+		d.Findings = append(d.Findings, conv...)
+	}
 	if isNamespace {
 		d.Findings = append(d.Findings, namespaceFindings(f, d.Deleting, related)...)
 	} else {
 		for _, a := range f.APIServices {
 			if a.Name == f.Target.Mapping.GroupVersionKind.Version+"."+f.Target.Mapping.GroupVersionKind.Group {
-				d.Findings = append(d.Findings, apiServiceFinding(a, false))
+				d.Findings = append(d.Findings, apiServiceFinding(a, false, "", nil))
 			}
 		}
 	}
@@ -526,7 +539,7 @@ func webhookFindings(f *Facts, isNamespace bool) []Finding {
 			ops = append(ops, k)
 		}
 		sort.Strings(ops)
-		out = append(out, Finding{
+		fd := Finding{
 			Kind: "Webhook", Blocking: true,
 			Title: fmt.Sprintf("fail-closed webhook %s (%s/%s) cannot be reached", w.Name, w.Kind(), w.Configuration),
 			Facts: []Fact{{"service", w.Why()}, {"failurePolicy", "Fail"}, {"refuses", strings.Join(ops, ", ")}},
@@ -534,12 +547,26 @@ func webhookFindings(f *Facts, isNamespace bool) []Finding {
 				fmt.Sprintf("bring back the webhook's server behind service %s", w.Service),
 				fmt.Sprintf("or, if its operator is gone: kubectl delete %s %s (its checks stop for every object it matched)", w.Kind(), w.Configuration),
 			},
-		})
+		}
+		if isNamespace && obj.GetDeletionTimestamp() != nil && serverInDeletedNamespace(w.Service, obj.GetName()) {
+			fd.Facts = append(fd.Facts, Fact{"server", fmt.Sprintf("ran in namespace %s, which is being deleted: it cannot come back there (a Terminating namespace refuses new objects)", obj.GetName())})
+			fd.Advice = []string{fmt.Sprintf("kubectl delete %s %s: its server is being deleted with this namespace, and its checks stop for every object it matched; re-create it when its server is installed again", w.Kind(), w.Configuration)}
+		}
+		out = append(out, fd)
 	}
 	return out
 }
 
-func apiServiceFinding(a doctor.APIService, blocking bool) Finding {
+// apiServiceGV is the group/version an APIService (version.group) serves.
+func apiServiceGV(name string) string {
+	version, group, _ := strings.Cut(name, ".")
+	return group + "/" + version
+}
+
+// apiServiceFinding explains an unavailable APIService; blocking when a
+// namespace is being deleted, with what its failing discovery does to it.
+// A server that lived in the namespace being deleted cannot come back.
+func apiServiceFinding(a doctor.APIService, blocking bool, deletingNS string, discovery map[string]string) Finding {
 	fd := Finding{Kind: "APIService", Blocking: blocking,
 		Title: fmt.Sprintf("APIService %s is unavailable", a.Name),
 		Facts: []Fact{{"status", a.Reason + ": " + a.Message}},
@@ -547,12 +574,23 @@ func apiServiceFinding(a doctor.APIService, blocking bool) Finding {
 	if a.Service != "" {
 		fd.Facts = append(fd.Facts, Fact{"service", a.Service})
 	}
+	if err := discovery[apiServiceGV(a.Name)]; err != "" && blocking {
+		fd.Facts = append(fd.Facts, Fact{"discovery", apiServiceGV(a.Name) + ": " + err})
+	}
 	if blocking {
 		fd.Facts = append(fd.Facts, Fact{"effect", "the namespace controller cannot list this API, so it cannot tell the namespace is empty; every namespace being deleted waits"})
 	}
+	deleteIt := "kubectl delete apiservice " + a.Name + "; objects the extension server stored are not deleted with the namespace then (they live in its own storage)"
+	if serverInDeletedNamespace(a.Service, deletingNS) {
+		fd.Facts = append(fd.Facts, Fact{"server", fmt.Sprintf("ran in namespace %s, which is being deleted: it cannot come back there (a Terminating namespace refuses new objects)", deletingNS)})
+		fd.Advice = []string{
+			deleteIt + "; re-create the APIService when its server is installed again",
+		}
+		return fd
+	}
 	fd.Advice = []string{
 		"bring back the API's server (service " + orNone(a.Service) + ")",
-		"or, if that API is gone for good: kubectl delete apiservice " + a.Name + "; objects the extension server stored are not deleted with the namespace then (they live in its own storage)",
+		"or, if that API is gone for good: " + deleteIt,
 	}
 	return fd
 }
@@ -584,23 +622,67 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		out = append(out, Finding{Kind: "Condition", Blocking: false, Title: "the namespace controller reports", Facts: facts})
 	}
 
-	for _, a := range f.APIServices {
-		out = append(out, apiServiceFinding(a, deleting))
+	deletingNS := ""
+	if deleting {
+		deletingNS = ns
 	}
-	if len(f.DiscoveryFailures) > 0 && deleting {
+	explainedGV := map[string]bool{}
+	for _, a := range f.APIServices {
+		out = append(out, apiServiceFinding(a, deleting, deletingNS, f.DiscoveryFailures))
+		if gv := apiServiceGV(a.Name); f.DiscoveryFailures[gv] != "" {
+			explainedGV[gv] = true
+		}
+	}
+	if deleting {
 		var gvs []string
 		for gv, err := range f.DiscoveryFailures {
-			gvs = append(gvs, gv+": "+err)
+			if !explainedGV[gv] {
+				gvs = append(gvs, gv+": "+err)
+			}
 		}
 		sort.Strings(gvs)
-		out = append(out, Finding{Kind: "Discovery", Blocking: true,
-			Title:  "discovery fails for " + cmdutil.Plural(len(gvs), "API group", "API groups"),
-			Facts:  []Fact{{"failing", strings.Join(gvs, "; ")}},
-			Advice: []string{"the namespace controller needs every API to answer; see the APIService findings"},
-		})
+		if len(gvs) > 0 {
+			out = append(out, Finding{Kind: "Discovery", Blocking: true,
+				Title:  "discovery fails for " + cmdutil.Plural(len(gvs), "API group", "API groups"),
+				Facts:  []Fact{{"failing", strings.Join(gvs, "; ")}},
+				Advice: []string{"the namespace controller needs every API to answer; kubectl get apiservices shows which aggregated API is not Available"},
+			})
+		}
+	}
+	conversions, explained := conversionFindings(f, deletingNS)
+	out = append(out, conversions...)
+	if deleting {
+		out = append(out, deadNodeFindings(f, "")...)
 	}
 
-	// Content, grouped by kind and reason.
+	var lost []string
+	if rest := rel.byHelmNS[ns]; len(rest) > 0 {
+		lost = append(lost, "the objects Helm installed from this namespace outside it are then orphaned for good: "+names(rest))
+	}
+	out = append(out, contentFindings(f, f.Content, deleting, rel, "in the namespace", lost)...)
+	empty := len(f.Content) == 0 && len(f.ListFailures) == 0 && len(f.DiscoveryFailures) == 0 && len(f.APIServices) == 0
+	out = append(out, specFinalizerFindings(f, deleting, empty)...)
+	out = append(out, helmLeftovers(f, ns)...)
+	var l []string
+	for r, err := range f.ListFailures {
+		if !explained[r] {
+			l = append(l, r+": "+err)
+		}
+	}
+	if len(l) > 0 {
+		sort.Strings(l)
+		out = append(out, Finding{Kind: "Discovery", Blocking: deleting, Title: "some resources could not be listed; content there is unknown", Facts: []Fact{{"failed", strings.Join(l, "; ")}},
+			Advice: []string{"the namespace controller cannot delete what it cannot list either: the error says why (a failing server, or a right teardown lacks)"}})
+	}
+	return out
+}
+
+// contentFindings explain the objects a namespace or a definition waits
+// for (where says which): grouped by kind and reason, then their liens and
+// their finalizers, one finding per finalizer and manager. lost adds to what
+// removing a finalizer by hand would leave behind.
+func contentFindings(f *Facts, objs []*resource.Object, deleting bool, rel related, where string, lost []string) []Finding {
+	var out []Finding
 	type group struct {
 		kind, reason string
 		refs         []string
@@ -614,7 +696,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	}
 	fins := map[string]*finGroup{}
 	var finNames []string
-	for _, o := range f.Content {
+	for _, o := range objs {
 		var reasons []string
 		liens := doctor.LiensOf(o.Labels, o.Annotations, o.Finalizers)
 		for _, l := range liens {
@@ -652,7 +734,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		}
 		g.refs = append(g.refs, o.Name)
 	}
-	if len(f.Content) > 0 {
+	if len(objs) > 0 {
 		sort.Strings(keys)
 		fd := Finding{Kind: "Content", Blocking: deleting}
 		kinds := map[string]bool{}
@@ -662,13 +744,13 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 			fd.Facts = append(fd.Facts, Fact{fmt.Sprintf("%s ×%d", g.kind, len(g.refs)), g.reason + ": " + names(g.refs)})
 		}
 		verb := "remain"
-		if len(f.Content) == 1 {
+		if len(objs) == 1 {
 			verb = "remains"
 		}
 		if !deleting {
 			verb = "would be deleted first"
 		}
-		fd.Title = fmt.Sprintf("%s of %s %s in the namespace", cmdutil.Plural(len(f.Content), "object", "objects"), cmdutil.Plural(len(kinds), "kind", "kinds"), verb)
+		fd.Title = fmt.Sprintf("%s of %s %s %s", cmdutil.Plural(len(objs), "object", "objects"), cmdutil.Plural(len(kinds), "kind", "kinds"), verb, where)
 		if deleting {
 			fd.Advice = []string{"each group's reason is explained below; the namespace goes once they are gone"}
 		}
@@ -680,31 +762,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		g := fins[key]
 		fin, _, _ := strings.Cut(key, "|")
 		sort.Slice(g.objs, func(i, j int) bool { return g.objs[i].ref < g.objs[j].ref })
-		var lost []string
-		if rest := rel.byHelmNS[ns]; len(rest) > 0 {
-			lost = append(lost, "the objects Helm installed from this namespace outside it are then orphaned for good: "+names(rest))
-		}
 		out = append(out, finalizerFinding(f, fin, g.manager, deleting, g.objs, rel, lost...))
-	}
-	if deleting && len(f.Content) == 0 {
-		spec, _, _ := unstructured.NestedStringSlice(f.Object.Object, "spec", "finalizers")
-		if slices.Contains(spec, "kubernetes") {
-			v := f.Controllers.Explain("kubernetes", doctor.Setter{})
-			out = append(out, Finding{Kind: "Finalizer", Blocking: true,
-				Title:  "the namespace is empty but its finalizer kubernetes remains",
-				Facts:  []Fact{{"removed by", v.Remover}, {"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)}},
-				Advice: []string{"check that kube-controller-manager runs with the namespace controller; if some API could not be listed it may still hold content"},
-			})
-		}
-	}
-	out = append(out, helmLeftovers(f, ns)...)
-	if len(f.ListFailures) > 0 {
-		var l []string
-		for r, err := range f.ListFailures {
-			l = append(l, r+": "+err)
-		}
-		sort.Strings(l)
-		out = append(out, Finding{Kind: "Discovery", Title: "some resources could not be listed; content there is unknown", Facts: []Fact{{"failed", strings.Join(l, "; ")}}})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package why
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	cliresource "k8s.io/cli-runtime/pkg/resource"
 
@@ -34,11 +35,29 @@ type Facts struct {
 	// Plans are the cluster's Teardowns: the plans an object's deletion
 	// runs, or that keep it.
 	Plans []doctor.Plan
-	Now   time.Time
+	// Pods are the pods of the target's namespace (for a Pod, a
+	// PersistentVolumeClaim or a Namespace), read in full: their node and
+	// volumes. Nodes are the cluster's nodes, by name, when Pods were read.
+	Pods  []corev1.Pod
+	Nodes map[string]*corev1.Node
+	// CRDs are the CustomResourceDefinitions, read when something could not
+	// be listed or the target is one: which conversion webhook fails.
+	CRDs []doctor.CRD
+	// Instances are the custom resources of a CustomResourceDefinition
+	// target; InstancesFailed says why they could not be listed.
+	Instances       []*resource.Object
+	InstancesFailed string
+	Now             time.Time
 }
 
 // targetIsNamespace: the target is a namespace, held by its content.
 func (f *Facts) targetIsNamespace() bool {
 	gvk := f.Target.Mapping.GroupVersionKind
 	return gvk.Group == "" && gvk.Kind == "Namespace"
+}
+
+// targetIs: the target is of kind group/kind.
+func (f *Facts) targetIs(group, kind string) bool {
+	gvk := f.Target.Mapping.GroupVersionKind
+	return gvk.Group == group && gvk.Kind == kind
 }
