@@ -10,6 +10,8 @@ import (
 )
 
 var titles = map[string]string{
+	WebhookDown:       "fail-closed webhook without a server (refusing requests now)",
+	APIServiceDown:    "APIService without a server (every namespace deletion waits)",
 	HelmReleaseGone:   "Helm release gone (helm uninstall cannot find these)",
 	TeardownOwnerGone: "teardown owner gone",
 	OwnerGone:         "owner gone",

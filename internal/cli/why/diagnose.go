@@ -557,12 +557,6 @@ func webhookFindings(f *Facts, isNamespace bool) []Finding {
 	return out
 }
 
-// apiServiceGV is the group/version an APIService (version.group) serves.
-func apiServiceGV(name string) string {
-	version, group, _ := strings.Cut(name, ".")
-	return group + "/" + version
-}
-
 // apiServiceFinding explains an unavailable APIService; blocking when a
 // namespace is being deleted, with what its failing discovery does to it.
 // A server that lived in the namespace being deleted cannot come back.
@@ -574,8 +568,8 @@ func apiServiceFinding(a doctor.APIService, blocking bool, deletingNS string, di
 	if a.Service != "" {
 		fd.Facts = append(fd.Facts, Fact{"service", a.Service})
 	}
-	if err := discovery[apiServiceGV(a.Name)]; err != "" && blocking {
-		fd.Facts = append(fd.Facts, Fact{"discovery", apiServiceGV(a.Name) + ": " + err})
+	if err := discovery[a.GV()]; err != "" && blocking {
+		fd.Facts = append(fd.Facts, Fact{"discovery", a.GV() + ": " + err})
 	}
 	if blocking {
 		fd.Facts = append(fd.Facts, Fact{"effect", "the namespace controller cannot list this API, so it cannot tell the namespace is empty; every namespace being deleted waits"})
@@ -629,7 +623,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	explainedGV := map[string]bool{}
 	for _, a := range f.APIServices {
 		out = append(out, apiServiceFinding(a, deleting, deletingNS, f.DiscoveryFailures))
-		if gv := apiServiceGV(a.Name); f.DiscoveryFailures[gv] != "" {
+		if gv := a.GV(); f.DiscoveryFailures[gv] != "" {
 			explainedGV[gv] = true
 		}
 	}
