@@ -56,26 +56,30 @@ func FinalizerManagers(fields []metav1.ManagedFieldsEntry) map[string]Setter {
 
 // manifestTools are the field managers of people and deployment tools: a
 // finalizer they wrote came from a manifest, and they never remove it.
-var manifestTools = []struct{ prefix, tool string }{
-	{"kubectl", "kubectl"},
-	{"helm", "Helm"},
-	{"Go-http-client", "Helm 3 before 3.13 (Go-http-client)"},
-	{"argocd", "Argo CD"},
-	{"kustomize-controller", "Flux"},
-	{"helm-controller", "Flux"},
-	{"k9s", "k9s"},
-	{"rancher", "Rancher's fleet"},
-	{"fleet", "Rancher's fleet"},
-	{"terraform", "Terraform"},
-	{"pulumi", "Pulumi"},
-	{"kapp", "kapp"},
+// applied tools are controllers too: only what they write by server-side
+// apply comes from a manifest.
+var manifestTools = []struct {
+	prefix, tool string
+	applied      bool
+}{
+	{"kubectl", "kubectl", false},
+	{"helm", "Helm", false},
+	{"Go-http-client", "Helm 3 before 3.13 (Go-http-client)", false},
+	{"k9s", "k9s", false},
+	{"terraform", "Terraform", false},
+	{"pulumi", "Pulumi", false},
+	{"kapp", "kapp", false},
+	{"argocd", "Argo CD", true},
+	{"kustomize-controller", "Flux", true},
+	{"helm-controller", "Flux", true},
+	{"fleet", "Rancher's fleet", true},
 }
 
 // ManifestTool names the person's tool or deployment tool that wrote a
 // finalizer, or "" when s looks like a controller's own update.
 func (s Setter) ManifestTool() string {
 	for _, t := range manifestTools {
-		if strings.HasPrefix(s.Manager, t.prefix) {
+		if strings.HasPrefix(s.Manager, t.prefix) && (s.Applied || !t.applied) {
 			return t.tool
 		}
 	}

@@ -268,12 +268,23 @@ func specFinalizerFindings(f *Facts, deleting, empty bool) []Finding {
 		if v.Source != "" {
 			fd.Facts = append(fd.Facts, Fact{"documented", v.Source})
 		}
+		finalize := fmt.Sprintf("kubectl get namespace %s -o json | jq '.spec.finalizers -= [%q]' | kubectl replace --raw /api/v1/namespaces/%s/finalize -f -", ns, fin, ns)
+		if v.Kubernetes {
+			// Kubernetes' controllers act on this name in metadata.finalizers
+			// only; in a namespace's spec.finalizers nothing removes it.
+			fd.Title = fmt.Sprintf("spec.finalizers entry %s: nobody removes it there (Kubernetes handles only \"kubernetes\" in a namespace's spec.finalizers)", fin)
+			fd.Blocking = true
+			fd.Facts = []Fact{{"on", "namespace/" + ns + " (spec.finalizers, not metadata.finalizers)"}, {"set by", setters[fin].Describe()},
+				{"removed by", fmt.Sprintf("nobody: %s means something to %s in metadata.finalizers, not in a namespace's spec.finalizers", fin, v.Remover)}}
+			fd.Advice = []string{"it guards nothing there, so removing it skips nothing: " + finalize}
+			out = append(out, fd)
+			continue
+		}
 		obj := finalizedObject{ref: "namespace/" + ns, kindArg: "namespace", name: ns}
 		fd.Advice = finalizerAdvice(v, []finalizedObject{obj}, related{}, nil)
-		if v.State == doctor.Gone && !v.Kubernetes {
+		if v.State == doctor.Gone {
 			// spec.finalizers change only through the finalize subresource.
-			fd.Advice[1] = fmt.Sprintf("only if %s is uninstalled for good (%s): kubectl get namespace %s -o json | jq '.spec.finalizers -= [%q]' | kubectl replace --raw /api/v1/namespaces/%s/finalize -f -; this skips %s's cleanup of the namespace",
-				v.Remover, v.Evidence, ns, fin, ns, v.Remover)
+			fd.Advice[1] = fmt.Sprintf("only if %s is uninstalled for good (%s): %s; this skips %s's cleanup of the namespace", v.Remover, v.Evidence, finalize, v.Remover)
 		}
 		out = append(out, fd)
 	}

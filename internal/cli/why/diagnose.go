@@ -659,7 +659,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	out = append(out, helmLeftovers(f, ns)...)
 	var l []string
 	for r, err := range f.ListFailures {
-		if !explained[r] {
+		if _, discovery := f.DiscoveryFailures[r]; !explained[r] && !discovery {
 			l = append(l, r+": "+err)
 		}
 	}
