@@ -373,7 +373,9 @@ func (c *Controllers) find(programs []string, domain string) (State, string, *Wo
 	}
 	var names []string
 	for _, p := range programs {
-		names = append(names, fmt.Sprintf("%q", p))
+		if q := fmt.Sprintf("%q", p); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
 	}
 	if domain != "" {
 		names = append(names, fmt.Sprintf("%q", domain))

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
 )
 
 // The causes Kubernetes' own finalizers and the namespace controller wait
@@ -61,12 +63,13 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// deadNodeFindings explain the pods being deleted on nodes whose kubelet is
-// gone: only a kubelet confirms that a pod's containers stopped.
-func deadNodeFindings(f *Facts, only string) []Finding {
+// deadNodeFindings explain the pods (those pick selects) on nodes whose
+// kubelet is gone: only a kubelet confirms that a pod's containers stopped.
+func deadNodeFindings(f *Facts, pick func(*corev1.Pod) bool) []Finding {
 	byNode := map[string][]string{}
-	for _, p := range f.Pods {
-		if p.DeletionTimestamp == nil || p.Spec.NodeName == "" || (only != "" && p.Name != only) {
+	for i := range f.Pods {
+		p := &f.Pods[i]
+		if p.Spec.NodeName == "" || !pick(p) {
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
@@ -91,7 +94,7 @@ func deadNodeFindings(f *Facts, only string) []Finding {
 			state = "does not exist"
 		}
 		fd := Finding{Kind: "Node", Blocking: true,
-			Title: fmt.Sprintf("%s Terminating on node %s, which %s: no kubelet confirms that %s containers stopped", cmdutil.Plural(len(pods), "pod is", "pods are"), node, state, map[bool]string{true: "its", false: "their"}[len(pods) == 1]),
+			Title: fmt.Sprintf("%s on node %s, which %s: no kubelet will confirm that %s containers stopped", cmdutil.Plural(len(pods), "pod is", "pods are"), node, state, map[bool]string{true: "its", false: "their"}[len(pods) == 1]),
 			Facts: append([]Fact{{"pods", names(pods)}}, facts...),
 		}
 		force := fmt.Sprintf("kubectl delete pod %s -n %s --grace-period=0 --force", strings.Join(pods, " "), ns)
@@ -145,7 +148,8 @@ func claimFindings(f *Facts, deleting bool) []Finding {
 	if len(users) == 0 {
 		return nil
 	}
-	fd := Finding{Kind: "Claim", Blocking: deleting,
+	// Users on dead nodes are held by the node: that finding is the cause.
+	fd := Finding{Kind: "Claim", Blocking: deleting && len(onDead) < len(users),
 		Title: fmt.Sprintf("the claim is in use by %s: pvc-protection keeps it until none uses it", cmdutil.Plural(len(users), "pod", "pods")),
 		Facts: []Fact{{"used by", names(users)}},
 		Advice: []string{
@@ -157,9 +161,7 @@ func claimFindings(f *Facts, deleting bool) []Finding {
 	}
 	out := []Finding{fd}
 	if len(onDead) > 0 {
-		for _, d := range deadNodeFindings(f, "") {
-			out = append(out, d)
-		}
+		out = append(out, deadNodeFindings(f, func(p *corev1.Pod) bool { return slices.Contains(onDead, p.Name) })...)
 	}
 	return out
 }
@@ -296,4 +298,32 @@ func specFinalizerFindings(f *Facts, deleting, empty bool) []Finding {
 func serverInDeletedNamespace(service, deletingNS string) bool {
 	ns, _, ok := strings.Cut(service, "/")
 	return ok && deletingNS != "" && ns == deletingNS
+}
+
+// podDeleting picks the pods being deleted.
+func podDeleting(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }
+
+// heldBy says which other finding explains why o, which has no finalizer
+// or lien, is still there: a webhook refusing its DELETE, or a dead node.
+func heldBy(f *Facts, o *resource.Object) string {
+	for _, w := range f.Webhooks {
+		if w.Down() && w.Matches(doctor.Request{GVR: o.Resource.GVR, Namespaced: o.Namespace != "", Operation: admissionv1.Delete, NamespaceLabels: f.NamespaceLabels, ObjectLabels: o.Labels}) {
+			return "DELETE refused by webhook " + w.Name
+		}
+	}
+	isPod := func(o *resource.Object) bool { return o.Resource.GVR.Group == "" && o.Resource.Kind == "Pod" }
+	if isPod(o) {
+		for i := range f.Pods {
+			if p := &f.Pods[i]; p.Name == o.Name && p.Spec.NodeName != "" {
+				if dead, _ := nodeFacts(f, p.Spec.NodeName); dead {
+					return "on dead node " + p.Spec.NodeName
+				}
+			}
+		}
+		return ""
+	}
+	if f.targetIsNamespace() && f.Object.GetDeletionTimestamp() != nil && slices.ContainsFunc(f.Content, isPod) {
+		return "waits for the pods: the namespace controller deletes them first"
+	}
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,7 +90,11 @@ func Diagnose(f *Facts) Diagnosis {
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
+	var own []int // the target's Kubernetes-owned finalizer findings
 	for i, fin := range obj.GetFinalizers() {
+		if doctor.KubernetesOwned(fin) {
+			own = append(own, len(d.Findings))
+		}
 		d.Findings = append(d.Findings, finalizerFinding(f, fin, managers[fin], d.Deleting,
 			[]finalizedObject{{ref: resource.Ref(f.Target), kindArg: kindArg(f.Target.Mapping.GroupVersionKind.GroupKind()), name: obj.GetName(), namespace: obj.GetNamespace(), index: i, uid: obj.GetUID()}}, related))
 	}
@@ -100,7 +105,7 @@ func Diagnose(f *Facts) Diagnosis {
 	}
 	switch {
 	case f.targetIs("", "Pod") && d.Deleting:
-		d.Findings = append(d.Findings, deadNodeFindings(f, obj.GetName())...)
+		d.Findings = append(d.Findings, deadNodeFindings(f, func(p *corev1.Pod) bool { return podDeleting(p) && p.Name == obj.GetName() })...)
 	case f.targetIs("", "PersistentVolumeClaim"):
 		d.Findings = append(d.Findings, claimFindings(f, d.Deleting)...)
 	case f.targetIs("apiextensions.k8s.io", "CustomResourceDefinition"):
@@ -121,6 +126,8 @@ func Diagnose(f *Facts) Diagnosis {
 		}
 	}
 
+	consequences(d.Findings, own)
+
 	n := d.Blocking()
 	switch {
 	case d.Deleting && n > 0:
@@ -133,6 +140,24 @@ func Diagnose(f *Facts) Diagnosis {
 		d.Summary = fmt.Sprintf("%s is not being deleted; nothing found that would hold its deletion", d.Target)
 	}
 	return d
+}
+
+// consequences: a finalizer Kubernetes owns only waits for something
+// else; when another finding holds (the pods using a claim, a dead node,
+// the custom resources of a definition and their finalizers, the
+// dependents of a foreground deletion), that is the cause and the
+// finalizer its consequence.
+func consequences(findings []Finding, own []int) {
+	explained := false
+	for i, fd := range findings {
+		explained = explained || fd.Blocking && !slices.Contains(own, i)
+	}
+	if !explained {
+		return
+	}
+	for _, i := range own {
+		findings[i].Blocking = false
+	}
 }
 
 type objectRef struct {
@@ -415,7 +440,7 @@ func finalizerAdvice(v doctor.Verdict, objs []finalizedObject, rel related, lost
 		left = append(left, rel.byOwner[ob.uid]...)
 		left = append(left, rel.byTeardown[ob.uid]...)
 	}
-	skipped := fmt.Sprintf("this skips %s's cleanup: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
+	skipped := fmt.Sprintf("this skips the cleanup of %s: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
 	if len(left) > 0 {
 		skipped += "; known dependents left behind: " + names(left)
 	}
@@ -646,7 +671,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	conversions, explained := conversionFindings(f, deletingNS)
 	out = append(out, conversions...)
 	if deleting {
-		out = append(out, deadNodeFindings(f, "")...)
+		out = append(out, deadNodeFindings(f, podDeleting)...)
 	}
 
 	var lost []string
@@ -677,6 +702,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 // removing a finalizer by hand would leave behind.
 func contentFindings(f *Facts, objs []*resource.Object, deleting bool, rel related, where string, lost []string) []Finding {
 	var out []Finding
+	unexplained := 0
 	type group struct {
 		kind, reason string
 		refs         []string
@@ -712,10 +738,15 @@ func contentFindings(f *Facts, objs []*resource.Object, deleting bool, rel relat
 			g.objs = append(g.objs, finalizedObject{ref: o.Ref(), kindArg: resource.KindRef(o.Resource.GroupKind()), name: o.Name, namespace: o.Namespace, index: i, uid: o.UID})
 		}
 		if len(reasons) == 0 {
-			if o.DeletionTimestamp != nil {
-				reasons = append(reasons, "being deleted")
+			if why := heldBy(f, o); why != "" {
+				reasons = append(reasons, why)
 			} else {
-				reasons = append(reasons, "not deleted yet")
+				unexplained++
+				if o.DeletionTimestamp != nil {
+					reasons = append(reasons, "being deleted")
+				} else {
+					reasons = append(reasons, "not deleted yet")
+				}
 			}
 		}
 		kind := resource.KindRef(o.Resource.GroupKind())
@@ -730,7 +761,9 @@ func contentFindings(f *Facts, objs []*resource.Object, deleting bool, rel relat
 	}
 	if len(objs) > 0 {
 		sort.Strings(keys)
-		fd := Finding{Kind: "Content", Blocking: deleting}
+		// The content is a consequence; it holds by itself only where no
+		// other finding (finalizer, lien, webhook, dead node) says why.
+		fd := Finding{Kind: "Content", Blocking: deleting && unexplained > 0}
 		kinds := map[string]bool{}
 		for _, k := range keys {
 			g := groups[k]
@@ -746,7 +779,7 @@ func contentFindings(f *Facts, objs []*resource.Object, deleting bool, rel relat
 		}
 		fd.Title = fmt.Sprintf("%s of %s %s %s", cmdutil.Plural(len(objs), "object", "objects"), cmdutil.Plural(len(kinds), "kind", "kinds"), verb, where)
 		if deleting {
-			fd.Advice = []string{"each group's reason is explained below; the namespace goes once they are gone"}
+			fd.Advice = []string{"each group's reason is explained in its own finding; they go once that is dealt with"}
 		}
 		out = append(out, fd)
 	}

@@ -49,7 +49,7 @@ func TestWhyNamespaceHeldByFinalizerNobodyRemoves(t *testing.T) {
 		"widget.example.com ×3",
 		"3 objects: "+ns+"/widget.example.com/a, "+ns+"/widget.example.com/b, "+ns+"/widget.example.com/c",
 		"NamespaceFinalizersRemaining",
-		"this skips widget-operator's cleanup",
+		"this skips the cleanup of widget-operator",
 	)
 	if !strings.HasPrefix(stderr, "teardown: namespace/"+ns+": ") {
 		t.Errorf("stderr %q, want the one-line summary", stderr)
@@ -90,7 +90,7 @@ func TestWhyNamespaceStuckOnUnavailableAPIService(t *testing.T) {
 	}
 	wantAll(t, out,
 		"[BLOCKING] APIService v1.broken.example.com is unavailable",
-		"service: default/no-such-metrics-server",
+		"default/no-such-metrics-server",
 		"NamespaceDeletionDiscoveryFailure",
 		"kubectl delete apiservice v1.broken.example.com",
 	)
