@@ -186,7 +186,7 @@ func definitionFindings(f *Facts, deleting bool, rel related) []Finding {
 	}
 	out := contentFindings(f, f.Instances, deleting, rel, "of the definition", []string{"these custom resources stay in storage and come back if the definition is created again"})
 	if len(out) > 0 && out[0].Kind == "Content" {
-		out[0].Advice = []string{"kube-apiserver deletes them; each group's reason is explained below; the definition goes once they are gone"}
+		out[0].Advice = []string{"kube-apiserver deletes them once what holds each (its own finding) is dealt with; the definition goes after them"}
 	}
 	return out
 }

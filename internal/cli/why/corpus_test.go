@@ -99,6 +99,11 @@ func TestCorpusCertManagerConversionWebhook(t *testing.T) {
 	gvr := env.EnsureCRDOf(t, crd)
 	t.Cleanup(func() {
 		_ = env.Extensions.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
+		// TestCorpusCertManagerCRDStuckOnChallenge creates it afresh.
+		doctortest.WaitGone(t, "customresourcedefinition "+crd.Name, func(ctx context.Context) error {
+			_, err := env.Extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			return err
+		})
 	})
 	env.CreateNamespace(t, ns, nil)
 	if _, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
@@ -542,4 +547,124 @@ func TestCorpusHelmLeftoverClusterRole(t *testing.T) {
 		}
 	}
 	doctortest.Golden(t, "helm-leftover-clusterrole.orphans.golden", strings.Join(lines, ""))
+}
+
+// https://github.com/kubernetes/kubernetes/issues/93392: deleting
+// cert-manager's challenges CRD hangs: a Challenge keeps cert-manager's
+// finalizer.acme.cert-manager.io after cert-manager is gone, so the CRD
+// waits on customresourcecleanup.
+func TestCorpusCertManagerCRDStuckOnChallenge(t *testing.T) {
+	const ns = "corpus-challenges"
+	ctx := context.Background()
+	crd := doctortest.CRD("acme.cert-manager.io", "Challenge", "challenges", true, "v1")
+	gvr := env.EnsureCRDOf(t, crd)
+	env.CreateNamespace(t, ns, nil)
+	env.CreateHeld(t, gvr, "Challenge", ns, "www-example-com-2", "cert-manager-challenges", false, "finalizer.acme.cert-manager.io")
+	if err := env.Extensions.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deletingObject(t, gvr, ns, "www-example-com-2")
+	whyCase(t, "cert-manager-crd-stuck.golden", "customresourcedefinition/"+crd.Name)
+}
+
+// https://github.com/kubernetes/website/pull/43773,
+// https://github.com/kubernetes/kubernetes/issues/127917: a Job's pod
+// stays Terminating with batch.kubernetes.io/job-tracking because a
+// fail-closed webhook on pod UPDATEs refuses the job controller's removal
+// of the finalizer. The cause is the webhook, and the finalizer is never
+// to be removed by hand.
+func TestCorpusJobTrackingPodBehindWebhook(t *testing.T) {
+	const ns = "corpus-job-tracking"
+	ctx := context.Background()
+	env.CreateNamespace(t, ns, map[string]string{"corpus": ns})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "backup-28194180-hgdzc", Finalizers: []string{"batch.kubernetes.io/job-tracking"}},
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: new(false), Containers: []corev1.Container{{Name: "backup", Image: "backup"}}}}
+	doctortest.WaitFor(t, "creating pod "+pod.Name, func(ctx context.Context) bool {
+		_, err := env.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
+		return err == nil
+	})
+	t.Cleanup(func() { env.ClearFinalizers(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ns, pod.Name) })
+	failClosedWebhook(t, "kyverno-resource-validating-webhook-cfg", "validate.kyverno.svc-fail", "kyverno", "kyverno-svc", ns,
+		[]admissionv1.OperationType{admissionv1.Update}, "pods")
+	if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deletingObject(t, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ns, pod.Name)
+	out := whyCase(t, "job-tracking-pod-behind-webhook.golden", "pod/"+pod.Name, "-n", ns)
+	if !strings.Contains(out, "UPDATE pods (finalizer removal)") {
+		t.Error("the webhook refusing the finalizer's removal is not named")
+	}
+}
+
+// https://github.com/kubernetes/kubernetes/issues/19317: OpenShift, run
+// under Kubernetes and then removed, left openshift.io/origin in its
+// namespaces' spec.finalizers: empty namespaces that never go.
+func TestCorpusOpenShiftSpecFinalizer(t *testing.T) {
+	const ns = "corpus-openshift-infra"
+	ctx := context.Background()
+	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"openshift.io/origin"}}}, metav1.CreateOptions{FieldManager: "openshift-controller-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n, err := env.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		if err == nil {
+			n.Spec.Finalizers = nil
+			_, _ = env.Kube.CoreV1().Namespaces().Finalize(context.Background(), n, metav1.UpdateOptions{})
+		}
+	})
+	env.DeleteNamespace(t, ns, "")
+	namespaceState(t, ns, "only openshift.io/origin left", func(n *corev1.Namespace) bool {
+		return slices.Equal(n.Spec.Finalizers, []corev1.FinalizerName{"openshift.io/origin"})
+	})
+	whyCase(t, "openshift-spec-finalizer.golden", "namespace/"+ns)
+}
+
+// https://github.com/kubernetes/kubernetes/issues/64002,
+// https://github.com/kubernetes/kubernetes/issues/73186: rook-ceph is
+// deleted with the Rook operator; the CephCluster keeps its finalizer.
+func TestCorpusRookCephNamespace(t *testing.T) {
+	const ns = "corpus-rook-ceph"
+	gvr := env.EnsureCRDOf(t, doctortest.CRD("ceph.rook.io", "CephCluster", "cephclusters", true, "v1"))
+	env.CreateNamespace(t, ns, nil)
+	env.CreateHeld(t, gvr, "CephCluster", ns, "rook-ceph", "rook", false, "cephcluster.ceph.rook.io")
+	env.DeleteNamespace(t, ns, "NamespaceFinalizersRemaining")
+	whyCase(t, "rook-ceph-namespace.golden", "namespace/"+ns)
+}
+
+// https://github.com/kubeflow/kfctl/issues/404: kfctl delete leaves
+// Kubeflow's mutating webhooks behind, and new pods can no longer be
+// created. orphans flags the configuration as refusing requests now.
+func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
+	const ns = "corpus-kubeflow"
+	ctx := context.Background()
+	env.CreateNamespace(t, ns, map[string]string{"corpus": ns})
+	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
+	mwc := &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "inferenceservice.serving.kubeflow.org"},
+		Webhooks: []admissionv1.MutatingWebhook{{
+			Name:                    "inferenceservice.kfserving-webhook-server.pod-mutator",
+			ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: "kubeflow", Name: "kfserving-webhook-server-service", Path: new("/mutate-pods")}},
+			Rules:                   []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create}, Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"corpus": ns}},
+		}},
+	}
+	if _, err := env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), mwc.Name, metav1.DeleteOptions{})
+	})
+	if _, err := env.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}, metav1.CreateOptions{}); err == nil {
+		t.Fatal("the leftover webhook did not refuse a new pod")
+	}
+	code, out, _ := env.Run(t, "orphans", "-n", ns)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
+	}
+	doctortest.Golden(t, "kubeflow-leftover-mutating-webhook.orphans.golden", section(out, "fail-closed webhook without a server"))
 }
