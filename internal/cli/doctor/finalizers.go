@@ -252,9 +252,10 @@ func knownFinalizer(finalizer string) (Known, bool) {
 	return Known{}, false
 }
 
-// KubernetesOwned: a finalizer Kubernetes itself removes once what it waits
-// for is done (kubernetes, foregroundDeletion, orphan, kubernetes.io/*,
-// *.kubernetes.io/*, *.k8s.io/*). It is never to be removed by hand.
+// KubernetesOwned reports whether Kubernetes itself removes finalizer once
+// what it waits for is done (kubernetes, foregroundDeletion, orphan,
+// kubernetes.io/*, *.kubernetes.io/*, *.k8s.io/*). Such a finalizer is never
+// to be removed by hand.
 func KubernetesOwned(finalizer string) bool {
 	k, ok := knownFinalizer(finalizer)
 	return ok && isKubernetesComponent(k.Component)

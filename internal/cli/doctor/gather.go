@@ -86,7 +86,7 @@ func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.
 	return c, nil
 }
 
-// PodReady: the pod's Ready condition is True.
+// PodReady reports whether the pod's Ready condition is True.
 func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -130,13 +130,12 @@ func claimFindings(f *Facts, deleting bool) []Finding {
 			continue
 		}
 		u := p.Name
-		switch {
-		case p.Spec.NodeName == "":
+		if p.Spec.NodeName == "" {
 			u += " (not scheduled)"
-		default:
+		} else {
 			u += " on node " + p.Spec.NodeName
 			if dead, _ := nodeFacts(f, p.Spec.NodeName); dead {
-				u += " (dead: see below)"
+				u += " (dead: see its own finding)"
 				onDead = append(onDead, p.Name)
 			}
 		}

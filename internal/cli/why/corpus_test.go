@@ -583,7 +583,9 @@ func TestCorpusJobTrackingPodBehindWebhook(t *testing.T) {
 		_, err := env.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{FieldManager: "kube-controller-manager"})
 		return err == nil
 	})
-	t.Cleanup(func() { env.ClearFinalizers(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ns, pod.Name) })
+	t.Cleanup(func() {
+		env.ClearFinalizers(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ns, pod.Name)
+	})
 	failClosedWebhook(t, "kyverno-resource-validating-webhook-cfg", "validate.kyverno.svc-fail", "kyverno", "kyverno-svc", ns,
 		[]admissionv1.OperationType{admissionv1.Update}, "pods")
 	if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {

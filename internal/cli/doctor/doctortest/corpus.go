@@ -265,7 +265,7 @@ func AssertSafe(t *testing.T, out string) {
 	}
 }
 
-// Updating: the test binary runs with -update (the flag of the package's
+// Updating reports whether the test binary runs with -update (the flag of the package's
 // golden-file unit tests), so goldens are rewritten.
 func Updating() bool {
 	f := flag.Lookup("update")
