@@ -2,6 +2,7 @@ package why
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -74,13 +75,8 @@ func deadNodeFindings(f *Facts, pick func(*corev1.Pod) bool) []Finding {
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
 	}
-	nodes := make([]string, 0, len(byNode))
-	for n := range byNode {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
 	var out []Finding
-	for _, node := range nodes {
+	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		dead, facts := nodeFacts(f, node)
 		if !dead {
 			continue
@@ -206,13 +202,8 @@ func conversionFindings(f *Facts, deletingNS string) ([]Finding, map[string]bool
 		crds[crd.Name] = crd
 		byCRD[crd.Name] = append(byCRD[crd.Name], msg)
 	}
-	names := make([]string, 0, len(byCRD))
-	for n := range byCRD {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out []Finding
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(byCRD)) {
 		crd := crds[n]
 		msgs := byCRD[n]
 		sort.Strings(msgs)

@@ -145,14 +145,23 @@ func TestCorpusCertManagerConversionWebhook(t *testing.T) {
 // deleted with longhorn-manager in it; its custom resources keep the
 // finalizer longhorn.io that only longhorn-manager removes.
 func TestCorpusLonghornNamespace(t *testing.T) {
-	const ns = "corpus-longhorn"
-	gvr := env.EnsureCRDOf(t, doctortest.CRD("longhorn.io", "Replica", "replicas", true, "v1beta2"))
+	namespaceHeldByOperator(t, "corpus-longhorn", doctortest.CRD("longhorn.io", "Replica", "replicas", true, "v1beta2"),
+		"longhorn-manager", "longhorn.io", "longhorn-namespace.golden", "pvc-1-r-07001148", "pvc-1-r-14c0f332")
+}
+
+// namespaceHeldByOperator: namespace ns holds objects of crd called names,
+// each with finalizer added by the operator manager (its own update), and
+// the operator is gone; the namespace is deleted, and why on it compared
+// with golden.
+func namespaceHeldByOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomResourceDefinition, manager, finalizer, golden string, names ...string) {
+	t.Helper()
+	gvr := env.EnsureCRDOf(t, crd)
 	env.CreateNamespace(t, ns, nil)
-	for _, r := range []string{"pvc-1-r-07001148", "pvc-1-r-14c0f332"} {
-		env.CreateHeld(t, gvr, "Replica", ns, r, "longhorn-manager", false, "longhorn.io")
+	for _, n := range names {
+		env.CreateHeld(t, gvr, crd.Spec.Names.Kind, ns, n, manager, false, finalizer)
 	}
 	env.DeleteNamespace(t, ns, "NamespaceFinalizersRemaining")
-	whyCase(t, "longhorn-namespace.golden", "namespace/"+ns)
+	whyCase(t, golden, "namespace/"+ns)
 }
 
 // argoApplication is Argo CD's Application kind.
@@ -278,12 +287,8 @@ func TestCorpusRancherNamespaceFinalizer(t *testing.T) {
 // uninstall, the trident namespace is stuck on Trident's custom resources
 // and their finalizer trident.netapp.io.
 func TestCorpusTridentNamespace(t *testing.T) {
-	const ns = "corpus-trident"
-	gvr := env.EnsureCRDOf(t, doctortest.CRD("trident.netapp.io", "TridentVersion", "tridentversions", true, "v1"))
-	env.CreateNamespace(t, ns, nil)
-	env.CreateHeld(t, gvr, "TridentVersion", ns, "trident", "trident_orchestrator", false, "trident.netapp.io")
-	env.DeleteNamespace(t, ns, "NamespaceFinalizersRemaining")
-	whyCase(t, "trident-namespace.golden", "namespace/"+ns)
+	namespaceHeldByOperator(t, "corpus-trident", doctortest.CRD("trident.netapp.io", "TridentVersion", "tridentversions", true, "v1"),
+		"trident_orchestrator", "trident.netapp.io", "trident-namespace.golden", "trident")
 }
 
 // https://github.com/fluxcd/flux2/issues/632,
@@ -291,12 +296,8 @@ func TestCorpusTridentNamespace(t *testing.T) {
 // controllers are deleted before its objects; finalizers.fluxcd.io keeps
 // flux-system Terminating.
 func TestCorpusFluxNamespace(t *testing.T) {
-	const ns = "corpus-flux-system"
-	gvr := env.EnsureCRDOf(t, doctortest.CRD("kustomize.toolkit.fluxcd.io", "Kustomization", "kustomizations", true, "v1"))
-	env.CreateNamespace(t, ns, nil)
-	env.CreateHeld(t, gvr, "Kustomization", ns, "flux-system", "kustomize-controller", false, "finalizers.fluxcd.io")
-	env.DeleteNamespace(t, ns, "NamespaceFinalizersRemaining")
-	whyCase(t, "flux-namespace.golden", "namespace/"+ns)
+	namespaceHeldByOperator(t, "corpus-flux-system", doctortest.CRD("kustomize.toolkit.fluxcd.io", "Kustomization", "kustomizations", true, "v1"),
+		"kustomize-controller", "finalizers.fluxcd.io", "flux-namespace.golden", "flux-system")
 }
 
 // https://github.com/StarRocks/starrocks-kubernetes-operator/issues/147:
@@ -626,12 +627,8 @@ func TestCorpusOpenShiftSpecFinalizer(t *testing.T) {
 // https://github.com/kubernetes/kubernetes/issues/73186: rook-ceph is
 // deleted with the Rook operator; the CephCluster keeps its finalizer.
 func TestCorpusRookCephNamespace(t *testing.T) {
-	const ns = "corpus-rook-ceph"
-	gvr := env.EnsureCRDOf(t, doctortest.CRD("ceph.rook.io", "CephCluster", "cephclusters", true, "v1"))
-	env.CreateNamespace(t, ns, nil)
-	env.CreateHeld(t, gvr, "CephCluster", ns, "rook-ceph", "rook", false, "cephcluster.ceph.rook.io")
-	env.DeleteNamespace(t, ns, "NamespaceFinalizersRemaining")
-	whyCase(t, "rook-ceph-namespace.golden", "namespace/"+ns)
+	namespaceHeldByOperator(t, "corpus-rook-ceph", doctortest.CRD("ceph.rook.io", "CephCluster", "cephclusters", true, "v1"),
+		"rook", "cephcluster.ceph.rook.io", "rook-ceph-namespace.golden", "rook-ceph")
 }
 
 // https://github.com/kubeflow/kfctl/issues/404: kfctl delete leaves
