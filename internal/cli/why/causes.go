@@ -161,6 +161,28 @@ func claimFindings(f *Facts, deleting bool) []Finding {
 	return out
 }
 
+// volumeFindings explain a PersistentVolume kept by pv-protection: the
+// claim bound to it goes first.
+func volumeFindings(f *Facts, deleting bool) []Finding {
+	if !slices.Contains(f.Object.GetFinalizers(), "kubernetes.io/pv-protection") || f.Claim == nil {
+		return nil
+	}
+	c := f.Claim
+	state := string(c.Status.Phase)
+	if c.DeletionTimestamp != nil {
+		state = "Terminating"
+	}
+	fd := Finding{Kind: "Claim", Blocking: deleting,
+		Title:  fmt.Sprintf("the volume is bound to claim %s/%s, which exists: pv-protection keeps the volume until the claim is gone", c.Namespace, c.Name),
+		Facts:  []Fact{{"claim", fmt.Sprintf("%s/%s (%s)", c.Namespace, c.Name, orDefault(state, "no phase"))}},
+		Advice: []string{fmt.Sprintf("delete the claim first (kubectl delete pvc %s -n %s), or, if it is stuck, teardown why pvc/%s -n %s; the volume then goes by itself, as its reclaim policy says", c.Name, c.Namespace, c.Name, c.Namespace)},
+	}
+	if !deleting {
+		fd.Title = fmt.Sprintf("the volume is bound to claim %s/%s: a deletion would wait until the claim is gone", c.Namespace, c.Name)
+	}
+	return []Finding{fd}
+}
+
 func usesClaim(p *corev1.Pod, claim string) bool {
 	for _, v := range p.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {

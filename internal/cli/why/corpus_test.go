@@ -667,3 +667,70 @@ func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
 	}
 	doctortest.Golden(t, "kubeflow-leftover-mutating-webhook.orphans.golden", section(out, "fail-closed webhook without a server"))
 }
+
+// hostPathVolume creates a PersistentVolume claimed by ns/claim, with
+// extra finalizers written by manager; the test's cleanup removes them and
+// deletes it.
+func hostPathVolume(t *testing.T, name, ns, claim, manager string, finalizers ...string) {
+	t.Helper()
+	ctx := context.Background()
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/mnt/k8s-pv/" + name}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
+		}}
+	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvs := schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	t.Cleanup(func() {
+		env.ClearFinalizers(pvs, "", name)
+		_ = env.Kube.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if len(finalizers) > 0 {
+		cur, err := env.Kube.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Finalizers = append(cur.Finalizers, finalizers...)
+		if _, err := env.Kube.CoreV1().PersistentVolumes().Update(ctx, cur, metav1.UpdateOptions{FieldManager: manager}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Kube.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deletingObject(t, pvs, "", name)
+}
+
+// https://github.com/kubernetes/kubernetes/issues/78106: a PV claimed by
+// a StatefulSet's claim stays Terminating under kubernetes.io/pv-protection
+// while the claim exists. why names the claim, and never advises removing
+// pv-protection.
+func TestCorpusVolumeBoundToClaim(t *testing.T) {
+	const ns = "corpus-es"
+	ctx := context.Background()
+	env.CreateNamespace(t, ns, nil)
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-elasticsearch-data-0"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "corpus-elasticsearch-data-001",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		env.ClearFinalizers(schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, ns, claim.Name)
+	})
+	hostPathVolume(t, "corpus-elasticsearch-data-001", ns, claim.Name, "")
+	whyCase(t, "volume-bound-to-claim.golden", "pv/corpus-elasticsearch-data-001")
+}
+
+// https://github.com/kubernetes/kubernetes/issues/77258: a PV keeps
+// external-attacher/io-rancher-longhorn after its CSI driver is gone; the
+// claim and the pod are gone already.
+func TestCorpusVolumeHeldByGoneAttacher(t *testing.T) {
+	hostPathVolume(t, "corpus-pvc-3252ac79", "corpus-sentry", "sentry-data", "csi-attacher", "external-attacher/io-rancher-longhorn")
+	whyCase(t, "volume-held-by-gone-attacher.golden", "pv/corpus-pvc-3252ac79")
+}

@@ -108,6 +108,8 @@ func Diagnose(f *Facts) Diagnosis {
 		d.Findings = append(d.Findings, deadNodeFindings(f, func(p *corev1.Pod) bool { return podDeleting(p) && p.Name == obj.GetName() })...)
 	case f.targetIs("", "PersistentVolumeClaim"):
 		d.Findings = append(d.Findings, claimFindings(f, d.Deleting)...)
+	case f.targetIs("", "PersistentVolume"):
+		d.Findings = append(d.Findings, volumeFindings(f, d.Deleting)...)
 	case f.targetIs("apiextensions.k8s.io", "CustomResourceDefinition"):
 		d.Findings = append(d.Findings, definitionFindings(f, d.Deleting, related)...)
 		conv, _ := conversionFindings(f, "")

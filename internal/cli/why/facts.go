@@ -40,6 +40,9 @@ type Facts struct {
 	// volumes. Nodes are the cluster's nodes, by name, when Pods were read.
 	Pods  []corev1.Pod
 	Nodes map[string]*corev1.Node
+	// Claim is the claim a PersistentVolume target is bound to (its
+	// spec.claimRef), nil when it is gone or the volume has none.
+	Claim *corev1.PersistentVolumeClaim
 	// CRDs are the CustomResourceDefinitions, read when something could not
 	// be listed or the target is one: which conversion webhook fails.
 	CRDs []doctor.CRD

@@ -96,7 +96,31 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 	if err := gatherCRDs(ctx, c, f); err != nil {
 		return nil, err
 	}
+	if err := gatherClaim(ctx, c, f); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// gatherClaim reads the claim a PersistentVolume target is bound to.
+func gatherClaim(ctx context.Context, c *resource.Clients, f *Facts) error {
+	if !f.targetIs("", "PersistentVolume") {
+		return nil
+	}
+	ns, _, _ := unstructured.NestedString(f.Object.Object, "spec", "claimRef", "namespace")
+	name, _, _ := unstructured.NestedString(f.Object.Object, "spec", "claimRef", "name")
+	if name == "" {
+		return nil
+	}
+	claim, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading claim %s/%s: %w", ns, name, err)
+	}
+	f.Claim = claim
+	return nil
 }
 
 // gatherPods reads, for a Pod, a PersistentVolumeClaim or a Namespace, the

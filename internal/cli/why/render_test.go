@@ -268,7 +268,7 @@ func TestRenderNamespaceCauses(t *testing.T) {
 		APIServices:       []doctor.APIService{{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Reason: "ServiceNotFound", Message: `service/metrics-server in "kube-system" is not present`}},
 		DiscoveryFailures: map[string]string{"metrics.k8s.io/v1beta1": "stale GroupVersion discovery: metrics.k8s.io/v1beta1"},
 		ListFailures: map[string]string{
-			"metrics.k8s.io/v1beta1": "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
+			"metrics.k8s.io/v1beta1":                       "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
 			"acme.cert-manager.io/v1, Resource=challenges": `conversion webhook for acme.cert-manager.io/v1alpha2, Kind=Challenge failed: Post "https://cert-manager-webhook.ops.svc:443/convert?timeout=30s": service "cert-manager-webhook" not found`,
 		},
 		Now: now,
