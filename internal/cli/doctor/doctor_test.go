@@ -68,6 +68,10 @@ func TestExplain(t *testing.T) {
 			t.Errorf("Explain(%s, %+v) = %s, %s: %s\nwant %s, %s: %s", tt.fin, tt.setter, v.Remover, v.State, v.Evidence, tt.remover, tt.state, tt.evidence)
 		}
 	}
+	// Kinds the user may not list make a remover not found unknown, not gone.
+	if v := (&Controllers{Unlisted: []string{"pods"}}).Explain("qux.example.org/finalizer", Setter{Manager: "qux"}); v.State != Unknown || v.Stuck() {
+		t.Errorf("with pods unlisted: %s (%s), want unknown", v.State, v.Evidence)
+	}
 	if v := (&Controllers{}).Explain("kubernetes", Setter{}); v.State != Unknown {
 		t.Errorf("without a lease the controller manager is unknown, got %s", v.State)
 	}

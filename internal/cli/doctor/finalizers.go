@@ -183,6 +183,9 @@ type Lease struct {
 type Controllers struct {
 	Workloads []Workload
 	Leases    []Lease
+	// Unlisted are the kinds of workload the user may not list: a remover
+	// not found among the others may run there.
+	Unlisted []string
 }
 
 // Known is one entry of the known-finalizer table.
@@ -381,7 +384,11 @@ func (c *Controllers) find(programs []string, domain string) (State, string, *Wo
 	if domain != "" {
 		names = append(names, fmt.Sprintf("%q", domain))
 	}
-	return Gone, "no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching " + strings.Join(names, " or ") + " found", nil
+	evidence := "no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching " + strings.Join(names, " or ") + " found"
+	if len(c.Unlisted) > 0 {
+		return Unknown, evidence + " (you may not list " + strings.Join(c.Unlisted, ", ") + ": it may run there)", nil
+	}
+	return Gone, evidence, nil
 }
 
 func matchesProgram(w Workload, programs []string) bool {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,22 +43,37 @@ func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.
 		c.Workloads = append(c.Workloads, Workload{Kind: "deployment", Namespace: d.Namespace, Name: d.Name, Ready: d.Status.ReadyReplicas, Desired: ptr.Deref(d.Spec.Replicas, 1), Programs: programs(d.Spec.Template.Spec)})
 	}
 	sts, err := kube.AppsV1().StatefulSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if apierrors.IsForbidden(err) {
+		c.Unlisted = append(c.Unlisted, "statefulsets")
+	} else if err != nil {
 		return nil, fmt.Errorf("listing statefulsets: %w", err)
+	}
+	if sts == nil {
+		sts = &appsv1.StatefulSetList{}
 	}
 	for _, s := range sts.Items {
 		c.Workloads = append(c.Workloads, Workload{Kind: "statefulset", Namespace: s.Namespace, Name: s.Name, Ready: s.Status.ReadyReplicas, Desired: ptr.Deref(s.Spec.Replicas, 1), Programs: programs(s.Spec.Template.Spec)})
 	}
 	dss, err := kube.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if apierrors.IsForbidden(err) {
+		c.Unlisted = append(c.Unlisted, "daemonsets")
+	} else if err != nil {
 		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	if dss == nil {
+		dss = &appsv1.DaemonSetList{}
 	}
 	for _, d := range dss.Items {
 		c.Workloads = append(c.Workloads, Workload{Kind: "daemonset", Namespace: d.Namespace, Name: d.Name, Ready: d.Status.NumberReady, Desired: d.Status.DesiredNumberScheduled, Programs: programs(d.Spec.Template.Spec)})
 	}
 	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if apierrors.IsForbidden(err) {
+		c.Unlisted = append(c.Unlisted, "pods")
+	} else if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	if pods == nil {
+		pods = &corev1.PodList{}
 	}
 	for _, p := range pods.Items {
 		if metav1.GetControllerOf(&p) != nil {
