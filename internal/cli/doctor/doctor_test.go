@@ -18,7 +18,7 @@ func TestFinalizerManagers(t *testing.T) {
 		{Manager: "foo-operator", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/cleanup\"":{}},"f:labels":{"f:app":{}}},"f:spec":{"f:size":{}}}`)},
 		{Manager: "broken", FieldsV1: metav1.NewFieldsV1(`not json`)},
 	}
-	want := map[string]string{"kubernetes": "kubectl-create", "example.com/cleanup": "foo-operator"}
+	want := map[string]Setter{"kubernetes": {Manager: "kubectl-create"}, "example.com/cleanup": {Manager: "foo-operator"}}
 	if diff := cmp.Diff(want, FinalizerManagers(fields)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -26,9 +26,12 @@ func TestFinalizerManagers(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	c := &Controllers{
-		Deployments: []Deployment{
-			{Namespace: "foo-system", Name: "controller-manager", Programs: []string{"manager", "manager"}, Ready: 1, Desired: 1},
-			{Namespace: "bar-system", Name: "bar-operator", Programs: []string{"bar-operator"}, Ready: 0, Desired: 1},
+		Workloads: []Workload{
+			{Kind: "deployment", Namespace: "foo-system", Name: "controller-manager", Programs: []string{"manager", "manager"}, Ready: 1, Desired: 1},
+			{Kind: "deployment", Namespace: "bar-system", Name: "bar-operator", Programs: []string{"bar-operator"}, Ready: 0, Desired: 1},
+			{Kind: "statefulset", Namespace: "argocd", Name: "argocd-application-controller", Programs: []string{"argocd-application-controller"}, Ready: 1, Desired: 1},
+			{Kind: "daemonset", Namespace: "longhorn-system", Name: "longhorn-manager", Programs: []string{"longhorn-manager"}, Ready: 0, Desired: 3},
+			{Kind: "pod", Namespace: "tools", Name: "sweeper", Programs: []string{"sweeper"}, Ready: 1, Desired: 1},
 		},
 		Leases: []Lease{
 			{Namespace: "baz-system", Name: "a1b2c3.baz.example.com", Holder: "pod-1_uuid", Fresh: true},
@@ -36,26 +39,89 @@ func TestExplain(t *testing.T) {
 		},
 	}
 	tests := []struct {
-		fin, manager string
-		state        State
-		evidence     string
+		fin      string
+		setter   Setter
+		state    State
+		remover  string
+		evidence string
 	}{
-		{"example.com/cleanup", "manager", Running, "deployment foo-system/controller-manager: 1/1 ready"},
-		{"bar.example.com/cleanup", "bar-operator", NotRunning, "deployment bar-system/bar-operator: 0/1 ready"},
-		{"baz.example.com/finalizer", "some-binary", Running, "leader lease baz-system/a1b2c3.baz.example.com renewed by pod-1_uuid"},
-		{"qux.example.com/finalizer", "qux", NotRunning, `no Deployment or leader Lease matching "qux" or "qux.example.com" found`},
-		{"example.com/by-hand", "kubectl-patch", NotRunning, "no controller owns a finalizer set with kubectl"},
-		{"kubernetes", "", NotRunning, "leader lease kube-system/kube-controller-manager expired (last holder node-1)"},
-		{"customresourcecleanup.apiextensions.k8s.io", "", Running, "kube-apiserver answers"},
+		{"example.com/cleanup", Setter{Manager: "manager"}, Running, "manager", "deployment foo-system/controller-manager: 1/1 ready"},
+		{"bar.example.com/cleanup", Setter{Manager: "bar-operator"}, NotRunning, "bar-operator", "deployment bar-system/bar-operator: 0/1 ready"},
+		{"baz.example.com/finalizer", Setter{Manager: "some-binary"}, Running, "some-binary", "leader lease baz-system/a1b2c3.baz.example.com renewed by pod-1_uuid"},
+		{"qux.example.org/finalizer", Setter{Manager: "qux"}, Gone, "qux", `no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching "qux" or "qux.example.org" found`},
+		{"sweep.example.org/done", Setter{Manager: "sweeper"}, Running, "sweeper", "pod tools/sweeper: 1/1 ready"},
+		// Written from a manifest: the writer is not the remover.
+		{"example.org/by-hand", Setter{Manager: "kubectl-patch"}, Unknown, "unknown", `kubectl wrote it from a manifest or by hand, so managedFields do not say which controller removes it; no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching "example.org" found`},
+		{"by-hand", Setter{Manager: "kubectl-edit"}, Unknown, "unknown", "kubectl wrote it from a manifest or by hand, so managedFields do not say which controller removes it; it has no domain to look for a controller by"},
+		{"resources-finalizer.argocd.argoproj.io", Setter{Manager: "argocd-server", Applied: true}, Running, "Argo CD's application controller", "statefulset argocd/argocd-application-controller: 1/1 ready"},
+		{"resources-finalizer.argocd.argoproj.io/background", Setter{Manager: "kubectl-client-side-apply"}, Running, "Argo CD's application controller", "statefulset argocd/argocd-application-controller: 1/1 ready"},
+		{"longhorn.io", Setter{}, NotRunning, "longhorn-manager", "daemonset longhorn-system/longhorn-manager: 0/3 ready"},
+		{"example.org", Setter{}, Unknown, "unknown", "managedFields do not say who added it; it has no domain to look for a controller by"},
+		{"node.longhorn.io/finalizer", Setter{Manager: "longhorn-manager"}, NotRunning, "longhorn-manager", "daemonset longhorn-system/longhorn-manager: 0/3 ready"},
+		{"bar.example.com/applied", Setter{Manager: "bar-deployer", Applied: true}, Unknown, "bar-deployer", `written by server-side apply as bar-deployer, which may be a deployment tool; no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching "bar-deployer" or "bar.example.com" found`},
+		{"kubernetes", Setter{}, NotRunning, "the namespace controller of kube-controller-manager", "leader lease kube-system/kube-controller-manager expired (last holder node-1)"},
+		{"customresourcecleanup.apiextensions.k8s.io", Setter{}, Running, "kube-apiserver (apiextensions)", "kube-apiserver answers"},
 	}
 	for _, tt := range tests {
-		v := c.Explain(tt.fin, tt.manager)
-		if v.State != tt.state || v.Evidence != tt.evidence {
-			t.Errorf("Explain(%s, %s) = %s: %s, want %s: %s", tt.fin, tt.manager, v.State, v.Evidence, tt.state, tt.evidence)
+		v := c.Explain(tt.fin, tt.setter)
+		if v.State != tt.state || v.Remover != tt.remover || v.Evidence != tt.evidence {
+			t.Errorf("Explain(%s, %+v) = %s, %s: %s\nwant %s, %s: %s", tt.fin, tt.setter, v.Remover, v.State, v.Evidence, tt.remover, tt.state, tt.evidence)
 		}
 	}
-	if v := (&Controllers{}).Explain("kubernetes", ""); v.State != Unknown {
+	// Kinds the user may not list make a remover not found unknown, not gone.
+	if v := (&Controllers{Unlisted: []string{"pods"}}).Explain("qux.example.org/finalizer", Setter{Manager: "qux"}); v.State != Unknown || v.Stuck() {
+		t.Errorf("with pods unlisted: %s (%s), want unknown", v.State, v.Evidence)
+	}
+	if v := (&Controllers{}).Explain("kubernetes", Setter{}); v.State != Unknown {
 		t.Errorf("without a lease the controller manager is unknown, got %s", v.State)
+	}
+}
+
+func TestKubernetesOwned(t *testing.T) {
+	for fin, want := range map[string]bool{
+		"kubernetes": true, "foregroundDeletion": true, "orphan": true,
+		"kubernetes.io/pvc-protection": true, "kubernetes.io/anything-new": true,
+		"batch.kubernetes.io/job-tracking": true, "external-provisioner.volume.kubernetes.io/finalizer": true,
+		"customresourcecleanup.apiextensions.k8s.io": true, "snapshot.storage.k8s.io/volumesnapshot-as-source-protection": true,
+		"cluster.cluster.x-k8s.io": false, "cluster.x-k8s.io/finalizer": false, "example.com/cleanup": false,
+		"resources-finalizer.argocd.argoproj.io": false, "notkubernetes.io/x": false, lien.Finalizer: false,
+	} {
+		if got := KubernetesOwned(fin); got != want {
+			t.Errorf("KubernetesOwned(%s) = %v, want %v", fin, got, want)
+		}
+	}
+}
+
+// Every entry of the known-finalizer table says what removes it and where
+// that is documented.
+func TestKnownFinalizersHaveSources(t *testing.T) {
+	for _, k := range KnownFinalizers {
+		if k.Component == "teardown" {
+			continue
+		}
+		if k.Remover == "" || k.When == "" || !strings.HasPrefix(k.Source, "https://") {
+			t.Errorf("%+v: want remover, when and an https source", k)
+		}
+		if n := btoi(k.Name != "") + btoi(k.Prefix != "") + btoi(k.Domain != ""); n != 1 {
+			t.Errorf("%+v: want exactly one of name, prefix, domain", k)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestSetter(t *testing.T) {
+	fields := []metav1.ManagedFieldsEntry{
+		{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{"v:\"resources-finalizer.argocd.argoproj.io\"":{}}}}`)},
+	}
+	s := FinalizerManagers(fields)["resources-finalizer.argocd.argoproj.io"]
+	if s != (Setter{Manager: "argocd-controller", Applied: true}) || s.ManifestTool() != "Argo CD" {
+		t.Errorf("setter %+v (tool %q)", s, s.ManifestTool())
 	}
 }
 
@@ -165,8 +231,8 @@ func TestWebhookMatches(t *testing.T) {
 
 // Each Teardown plan's own finalizer on its trigger is teardown's.
 func TestPlanFinalizerIsTeardowns(t *testing.T) {
-	c := &Controllers{Deployments: []Deployment{{Namespace: "teardown-system", Name: "teardown-controller", Ready: 1, Desired: 1}}}
-	v := c.Explain("teardown.dev/teardown-sriov-operator-uninstall", "teardown-teardown")
+	c := &Controllers{Workloads: []Workload{{Kind: "deployment", Namespace: "teardown-system", Name: "teardown-controller", Ready: 1, Desired: 1}}}
+	v := c.Explain("teardown.dev/teardown-sriov-operator-uninstall", Setter{Manager: "teardown-teardown"})
 	if !strings.Contains(v.Remover, "teardown controller") || v.When != "once the plan sriov-operator-uninstall has finished" || v.Stuck() {
 		t.Errorf("Explain: %+v; want teardown's, waiting for the plan, running", v)
 	}

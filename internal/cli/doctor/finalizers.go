@@ -1,24 +1,35 @@
 package doctor
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
+// Setter is the field manager that wrote a finalizer, and how.
+type Setter struct {
+	Manager string `json:"manager,omitempty"`
+	// Applied: written by server-side apply (a manifest), not by the
+	// manager's own update.
+	Applied bool `json:"applied,omitempty"`
+}
+
 // FinalizerManagers maps each finalizer to the field manager that owns it in
 // managedFields: whoever added it. Finalizers under spec.finalizers (a
 // namespace's "kubernetes") are included.
-func FinalizerManagers(fields []metav1.ManagedFieldsEntry) map[string]string {
-	out := map[string]string{}
+func FinalizerManagers(fields []metav1.ManagedFieldsEntry) map[string]Setter {
+	out := map[string]Setter{}
 	for _, e := range fields {
 		if e.FieldsV1 == nil {
 			continue
@@ -35,7 +46,7 @@ func FinalizerManagers(fields []metav1.ManagedFieldsEntry) map[string]string {
 				}
 				var name string
 				if json.Unmarshal([]byte(v), &name) == nil {
-					out[name] = e.Manager
+					out[name] = Setter{Manager: e.Manager, Applied: e.Operation == metav1.ManagedFieldsOperationApply}
 				}
 			}
 		}
@@ -43,38 +54,122 @@ func FinalizerManagers(fields []metav1.ManagedFieldsEntry) map[string]string {
 	return out
 }
 
+// manifestTools are the field managers of people and deployment tools: a
+// finalizer they wrote came from a manifest, and they never remove it.
+// applied tools are controllers too: only what they write by server-side
+// apply comes from a manifest.
+var manifestTools = []struct {
+	prefix, tool string
+	applied      bool
+}{
+	{"kubectl", "kubectl", false},
+	{"helm", "Helm", false},
+	{"Go-http-client", "Helm 3 before 3.13 (Go-http-client)", false},
+	{"k9s", "k9s", false},
+	{"terraform", "Terraform", false},
+	{"pulumi", "Pulumi", false},
+	{"kapp", "kapp", false},
+	{"argocd", "Argo CD", true},
+	{"kustomize-controller", "Flux", true},
+	{"helm-controller", "Flux", true},
+	{"fleet", "Rancher's fleet", true},
+}
+
+// ManifestTool names the person's tool or deployment tool that wrote a
+// finalizer, or "" when s looks like a controller's own update.
+func (s Setter) ManifestTool() string {
+	for _, t := range manifestTools {
+		if strings.HasPrefix(s.Manager, t.prefix) && (s.Applied || !t.applied) {
+			return t.tool
+		}
+	}
+	return ""
+}
+
+// Describe says who wrote it, for people.
+func (s Setter) Describe() string {
+	switch {
+	case s.Manager == "":
+		return "unknown (not in managedFields)"
+	case s.ManifestTool() != "":
+		return fmt.Sprintf("%s, from a manifest or by hand (field manager %s): not the controller that removes it", s.ManifestTool(), s.Manager)
+	case s.Applied:
+		return s.Manager + " (server-side apply)"
+	}
+	return s.Manager
+}
+
 // State is whether a finalizer's remover appears to run.
 type State string
 
 // States of a remover.
 const (
-	Running    State = "running"
+	Running State = "running"
+	// NotRunning: the remover is installed (a workload or lease of it is
+	// found) but nothing of it is ready.
 	NotRunning State = "not running"
-	Unknown    State = "unknown"
+	// Gone: the remover is known and nothing of it is found in the cluster.
+	Gone    State = "not found"
+	Unknown State = "unknown"
 )
 
 // Verdict is who removes a finalizer and whether it appears to run.
 type Verdict struct {
 	Finalizer string `json:"finalizer"`
-	// Manager is the field manager that added it ("" when managedFields do not say).
-	Manager string `json:"manager,omitempty"`
-	// Remover is what should remove it.
+	// SetBy is who wrote it (from managedFields).
+	SetBy Setter `json:"setBy"`
+	// Remover is what should remove it ("unknown" when nothing says).
 	Remover string `json:"remover"`
 	// When says what the remover waits for before removing it.
 	When     string `json:"when,omitempty"`
 	State    State  `json:"state"`
 	Evidence string `json:"evidence"`
+	// Kubernetes: one of Kubernetes' own finalizers, never removed by hand.
+	Kubernetes bool `json:"kubernetes,omitempty"`
+	// Source documents the remover, for finalizers of the known table.
+	Source string `json:"source,omitempty"`
+	// Workload is the remover's workload, when one was found.
+	Workload *Workload `json:"workload,omitempty"`
+	// Domain is the finalizer's domain (before "/"), if it has one.
+	Domain string `json:"domain,omitempty"`
 }
 
 // Stuck means nothing found will remove the finalizer.
-func (v Verdict) Stuck() bool { return v.State == NotRunning }
+func (v Verdict) Stuck() bool { return v.State == NotRunning || v.State == Gone }
 
-// Deployment is what the doctor needs to know of a Deployment.
-type Deployment struct {
+// Unremoved means no running controller is known to remove the finalizer:
+// its remover is gone, not running, or unknown.
+func (v Verdict) Unremoved() bool { return v.Stuck() || v.Remover == "unknown" }
+
+// Says is the verdict in a few words, for a one-line report.
+func (v Verdict) Says() string {
+	switch {
+	case v.State == Gone:
+		return "nobody will remove it"
+	case v.State == NotRunning:
+		return v.Remover + ", which removes it, is not running"
+	case v.Remover == "unknown":
+		return "who removes it is unknown"
+	}
+	return "waiting for " + v.Remover
+}
+
+// Workload is a Deployment, StatefulSet, DaemonSet or bare Pod that may run
+// a controller.
+type Workload struct {
+	// Kind is deployment, statefulset, daemonset or pod.
+	Kind            string `json:"kind"`
 	Namespace, Name string
 	// Programs are its containers' names and the base names of their commands.
-	Programs       []string
+	Programs       []string `json:"-"`
 	Ready, Desired int32
+}
+
+// Ref is kind/name -n namespace, as kubectl takes it.
+func (w Workload) Ref() string { return w.Kind + "/" + w.Name + " -n " + w.Namespace }
+
+func (w Workload) String() string {
+	return fmt.Sprintf("%s %s/%s: %d/%d ready", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired)
 }
 
 // Lease is a leader-election lease.
@@ -86,88 +181,154 @@ type Lease struct {
 
 // Controllers are the facts that show what runs in (or against) the cluster.
 type Controllers struct {
-	Deployments []Deployment
-	Leases      []Lease
+	Workloads []Workload
+	Leases    []Lease
+	// Unlisted are the kinds of workload the user may not list: a remover
+	// not found among the others may run there.
+	Unlisted []string
 }
 
-type known struct {
-	remover, component, when string
+// Known is one entry of the known-finalizer table.
+type Known struct {
+	Name      string   `json:"name,omitempty"`
+	Prefix    string   `json:"prefix,omitempty"`
+	Domain    string   `json:"domain,omitempty"`
+	Remover   string   `json:"remover"`
+	Component string   `json:"component,omitempty"`
+	Workloads []string `json:"workloads,omitempty"`
+	When      string   `json:"when,omitempty"`
+	Source    string   `json:"source,omitempty"`
 }
 
-// knownFinalizers are Kubernetes' own finalizers (and teardown's), with the
-// controller that removes each.
-var knownFinalizers = map[string]known{
-	"kubernetes":                                  {"the namespace controller of kube-controller-manager", "kube-controller-manager", "once the namespace is empty"},
-	metav1.FinalizerDeleteDependents:              {"the garbage collector of kube-controller-manager", "kube-controller-manager", "once the dependents with blockOwnerDeletion are gone"},
-	metav1.FinalizerOrphanDependents:              {"the garbage collector of kube-controller-manager", "kube-controller-manager", "once the dependents are orphaned"},
-	"kubernetes.io/pv-protection":                 {"the pv-protection controller of kube-controller-manager", "kube-controller-manager", "once no claim is bound to the volume"},
-	"kubernetes.io/pvc-protection":                {"the pvc-protection controller of kube-controller-manager", "kube-controller-manager", "once no pod uses the claim"},
-	"batch.kubernetes.io/job-tracking":            {"the job controller of kube-controller-manager", "kube-controller-manager", "once the job controller has accounted for the pod"},
-	"customresourcecleanup.apiextensions.k8s.io":  {"kube-apiserver (apiextensions)", "kube-apiserver", "once every custom resource of the definition is deleted"},
-	"service.kubernetes.io/load-balancer-cleanup": {"the service controller of cloud-controller-manager", "cloud-controller-manager", "once the cloud load balancer is deleted"},
-	lien.Finalizer:                                {"the teardown controller", "teardown", "once the lien is released"},
-	dependents.Finalizer:                          {"the teardown controller", "teardown", "once the dependents are deleted or orphaned as the deletion policy says"},
-	v1alpha1.TeardownFinalizer:                    {"the teardown controller", "teardown", "once the Teardown plan has finished"},
-	// CleanupFinalizer of internal/controller/lien, which the CLI does not import.
-	"teardown.dev/lien-cleanup": {"the teardown controller", "teardown", "once the lien's markers are off the objects it protected"},
+//go:embed known_finalizers.yaml
+var knownFinalizersYAML []byte
+
+// KnownFinalizers is the table of finalizers whose remover is known
+// (known_finalizers.yaml), then teardown's own.
+var KnownFinalizers = func() []Known {
+	var out []Known
+	if err := yaml.UnmarshalStrict(knownFinalizersYAML, &out); err != nil {
+		panic("known_finalizers.yaml: " + err.Error())
+	}
+	return append(out,
+		Known{Name: lien.Finalizer, Remover: "the teardown controller", Component: "teardown", When: "once the lien is released"},
+		Known{Name: dependents.Finalizer, Remover: "the teardown controller", Component: "teardown", When: "once the dependents are deleted or orphaned as the deletion policy says"},
+		Known{Name: v1alpha1.TeardownFinalizer, Remover: "the teardown controller", Component: "teardown", When: "once the Teardown plan has finished"},
+		// CleanupFinalizer of internal/controller/lien, which the CLI does not import.
+		Known{Name: "teardown.dev/lien-cleanup", Remover: "the teardown controller", Component: "teardown", When: "once the lien's markers are off the objects it protected"},
+	)
+}()
+
+// domainOf is the finalizer's domain: what comes before "/", if anything does.
+func domainOf(finalizer string) string {
+	d, _, ok := strings.Cut(finalizer, "/")
+	if !ok {
+		return ""
+	}
+	return d
 }
 
-// knownFinalizer looks finalizer up in knownFinalizers, and knows each
+// knownFinalizer looks finalizer up in KnownFinalizers, and knows each
 // plan's own finalizer on a trigger.
-func knownFinalizer(finalizer string) (known, bool) {
-	if k, ok := knownFinalizers[finalizer]; ok {
-		return k, true
+func knownFinalizer(finalizer string) (Known, bool) {
+	domain := domainOf(finalizer)
+	if domain == "" {
+		domain = finalizer // "longhorn.io": a finalizer that is a domain
+	}
+	for _, pass := range []func(Known) bool{
+		func(k Known) bool { return k.Name != "" && k.Name == finalizer },
+		func(k Known) bool { return k.Prefix != "" && strings.HasPrefix(finalizer, k.Prefix) },
+		func(k Known) bool {
+			return k.Domain != "" && (domain == k.Domain || strings.HasSuffix(domain, "."+k.Domain))
+		},
+	} {
+		for _, k := range KnownFinalizers {
+			if pass(k) {
+				return k, true
+			}
+		}
 	}
 	if strings.HasPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) {
-		return known{"the teardown controller (or the operator, for a plan it runs with runner.SelfUninstall)", "teardown",
-			"once the plan " + strings.TrimPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) + " has finished"}, true
+		return Known{Remover: "the teardown controller (or the operator, for a plan it runs with runner.SelfUninstall)", Component: "teardown",
+			When: "once the plan " + strings.TrimPrefix(finalizer, v1alpha1.TriggerFinalizerPrefix) + " has finished"}, true
 	}
-	return known{}, false
+	return Known{}, false
 }
 
-// Explain says who removes finalizer (added by manager) and whether it
+// KubernetesOwned reports whether Kubernetes itself removes finalizer once
+// what it waits for is done (kubernetes, foregroundDeletion, orphan,
+// kubernetes.io/*, *.kubernetes.io/*, *.k8s.io/*). Such a finalizer is never
+// to be removed by hand.
+func KubernetesOwned(finalizer string) bool {
+	k, ok := knownFinalizer(finalizer)
+	return ok && isKubernetesComponent(k.Component)
+}
+
+func isKubernetesComponent(c string) bool {
+	return c == "kube-apiserver" || c == "kube-controller-manager" || c == "cloud-controller-manager"
+}
+
+// Explain says who removes finalizer (written by setter) and whether it
 // appears to run.
-func (c *Controllers) Explain(finalizer, manager string) Verdict {
-	v := Verdict{Finalizer: finalizer, Manager: manager}
+func (c *Controllers) Explain(finalizer string, setter Setter) Verdict {
+	domain := domainOf(finalizer)
+	v := Verdict{Finalizer: finalizer, SetBy: setter, Domain: domain}
 	if k, ok := knownFinalizer(finalizer); ok {
-		v.Remover, v.When = k.remover, k.when
-		switch k.component {
+		v.Remover, v.When, v.Source = k.Remover, k.When, k.Source
+		switch k.Component {
 		case "kube-apiserver":
+			v.Kubernetes = true
 			v.State, v.Evidence = Running, "kube-apiserver answers"
 		case "kube-controller-manager", "cloud-controller-manager":
-			v.State, v.Evidence = c.leaseState("kube-system", k.component)
+			v.Kubernetes = true
+			v.State, v.Evidence = c.leaseState("kube-system", k.Component)
 		case "teardown":
-			v.State, v.Evidence = c.find([]string{"teardown", "teardown-controller"}, "teardown.dev")
+			v.State, v.Evidence, v.Workload = c.find([]string{"teardown", "teardown-controller"}, "teardown.dev")
+		default:
+			programs := k.Workloads
+			if setter.Manager != "" && setter.ManifestTool() == "" {
+				programs = append(slices.Clone(programs), setter.Manager)
+			}
+			v.State, v.Evidence, v.Workload = c.find(programs, domain)
+			if v.State == Gone && len(programs) == 0 {
+				v.State = Unknown
+			}
 		}
 		return v
 	}
-	domain, _, _ := strings.Cut(finalizer, "/")
-	if !strings.Contains(finalizer, "/") {
-		domain = ""
-	}
-	switch {
-	case manager == "":
-		v.Remover = "the controller of " + orDefault(domain, finalizer)
-		v.State, v.Evidence = c.find(nil, domain)
-		if v.State == NotRunning {
-			v.Evidence = "managedFields do not say who added it, and " + v.Evidence
+	switch tool := setter.ManifestTool(); {
+	case setter.Manager == "" || tool != "":
+		// Nothing says which controller honours it: look for one of its domain.
+		v.Remover = "unknown"
+		if tool != "" {
+			v.Evidence = fmt.Sprintf("%s wrote it from a manifest or by hand, so managedFields do not say which controller removes it", tool)
+		} else {
+			v.Evidence = "managedFields do not say who added it"
 		}
-	case strings.HasPrefix(manager, "kubectl"):
-		v.Remover = "nobody: it was added by hand (field manager " + manager + ")"
-		v.State = NotRunning
-		v.Evidence = "no controller owns a finalizer set with kubectl"
+		if domain == "" {
+			v.State = Unknown
+			v.Evidence += "; it has no domain to look for a controller by"
+			return v
+		}
+		state, evidence, w := c.find(nil, domain)
+		if state == Gone {
+			v.State = Unknown
+			v.Evidence += "; " + evidence
+			return v
+		}
+		v.Remover = "the controller of " + domain
+		v.State, v.Evidence, v.Workload = state, evidence, w
 	default:
-		v.Remover = manager
-		v.State, v.Evidence = c.find([]string{manager}, domain)
+		v.Remover = setter.Manager
+		v.State, v.Evidence, v.Workload = c.find([]string{setter.Manager}, domain)
+		if v.State == Gone && setter.Applied {
+			// A controller that applies its own finalizers is as likely as a
+			// tool under another name: not found is not gone.
+			v.State = Unknown
+			v.Evidence = "written by server-side apply as " + setter.Manager + ", which may be a deployment tool; " + v.Evidence
+		}
 	}
 	return v
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 func (c *Controllers) leaseState(ns, name string) (State, string) {
@@ -182,18 +343,23 @@ func (c *Controllers) leaseState(ns, name string) (State, string) {
 	return Unknown, fmt.Sprintf("part of the control plane; no leader lease %s/%s to check (leader election off?)", ns, name)
 }
 
-// find looks for a Deployment running one of programs, or a leader lease
-// named after a program or the finalizer's domain.
-func (c *Controllers) find(programs []string, domain string) (State, string) {
+// find looks for a workload running one of programs, or a leader lease
+// named after a program or the finalizer's domain. It returns Gone when
+// nothing is found.
+func (c *Controllers) find(programs []string, domain string) (State, string, *Workload) {
 	var notReady []string
-	for _, d := range c.Deployments {
-		if !matchesProgram(d, programs) {
+	var first *Workload
+	for i, w := range c.Workloads {
+		if !matchesProgram(w, programs) {
 			continue
 		}
-		if d.Ready > 0 {
-			return Running, fmt.Sprintf("deployment %s/%s: %d/%d ready", d.Namespace, d.Name, d.Ready, d.Desired)
+		if w.Ready > 0 {
+			return Running, w.String(), &c.Workloads[i]
 		}
-		notReady = append(notReady, fmt.Sprintf("deployment %s/%s: %d/%d ready", d.Namespace, d.Name, d.Ready, d.Desired))
+		if first == nil {
+			first = &c.Workloads[i]
+		}
+		notReady = append(notReady, w.String())
 	}
 	var stale []string
 	for _, l := range c.Leases {
@@ -201,33 +367,34 @@ func (c *Controllers) find(programs []string, domain string) (State, string) {
 			continue
 		}
 		if l.Fresh {
-			return Running, fmt.Sprintf("leader lease %s/%s renewed by %s", l.Namespace, l.Name, l.Holder)
+			return Running, fmt.Sprintf("leader lease %s/%s renewed by %s", l.Namespace, l.Name, l.Holder), nil
 		}
 		stale = append(stale, fmt.Sprintf("leader lease %s/%s expired", l.Namespace, l.Name))
 	}
 	if found := append(notReady, stale...); len(found) > 0 {
 		sort.Strings(found)
-		return NotRunning, strings.Join(found, "; ")
+		return NotRunning, strings.Join(found, "; "), first
 	}
 	var names []string
 	for _, p := range programs {
-		names = append(names, fmt.Sprintf("%q", p))
+		if q := fmt.Sprintf("%q", p); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
 	}
 	if domain != "" {
 		names = append(names, fmt.Sprintf("%q", domain))
 	}
-	return NotRunning, "no Deployment or leader Lease matching " + strings.Join(names, " or ") + " found"
+	evidence := "no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching " + strings.Join(names, " or ") + " found"
+	if len(c.Unlisted) > 0 {
+		return Unknown, evidence + " (you may not list " + strings.Join(c.Unlisted, ", ") + ": it may run there)", nil
+	}
+	return Gone, evidence, nil
 }
 
-func matchesProgram(d Deployment, programs []string) bool {
+func matchesProgram(w Workload, programs []string) bool {
 	for _, p := range programs {
-		if d.Name == p {
+		if w.Name == p || slices.Contains(w.Programs, p) {
 			return true
-		}
-		for _, q := range d.Programs {
-			if q == p {
-				return true
-			}
 		}
 	}
 	return false

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,27 +18,72 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
-// GatherControllers lists Deployments and Leases in all namespaces. now
-// decides which leases are fresh.
+// GatherControllers lists what may run a controller in all namespaces:
+// Deployments, StatefulSets, DaemonSets, Pods that no controller owns, and
+// Leases. now decides which leases are fresh.
 func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.Time) (*Controllers, error) {
 	c := &Controllers{}
+	programs := func(spec corev1.PodSpec) []string {
+		var out []string
+		for _, ct := range spec.Containers {
+			out = append(out, ProgramNames(ct.Name, ct.Command)...)
+		}
+		return out
+	}
 	deps, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing deployments: %w", err)
 	}
 	for _, d := range deps.Items {
-		x := Deployment{Namespace: d.Namespace, Name: d.Name, Ready: d.Status.ReadyReplicas, Desired: 1}
-		if d.Spec.Replicas != nil {
-			x.Desired = *d.Spec.Replicas
+		c.Workloads = append(c.Workloads, Workload{Kind: "deployment", Namespace: d.Namespace, Name: d.Name, Ready: d.Status.ReadyReplicas, Desired: ptr.Deref(d.Spec.Replicas, 1), Programs: programs(d.Spec.Template.Spec)})
+	}
+	sts, err := kube.AppsV1().StatefulSets("").List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		c.Unlisted = append(c.Unlisted, "statefulsets")
+	} else if err != nil {
+		return nil, fmt.Errorf("listing statefulsets: %w", err)
+	}
+	if sts == nil {
+		sts = &appsv1.StatefulSetList{}
+	}
+	for _, s := range sts.Items {
+		c.Workloads = append(c.Workloads, Workload{Kind: "statefulset", Namespace: s.Namespace, Name: s.Name, Ready: s.Status.ReadyReplicas, Desired: ptr.Deref(s.Spec.Replicas, 1), Programs: programs(s.Spec.Template.Spec)})
+	}
+	dss, err := kube.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		c.Unlisted = append(c.Unlisted, "daemonsets")
+	} else if err != nil {
+		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	if dss == nil {
+		dss = &appsv1.DaemonSetList{}
+	}
+	for _, d := range dss.Items {
+		c.Workloads = append(c.Workloads, Workload{Kind: "daemonset", Namespace: d.Namespace, Name: d.Name, Ready: d.Status.NumberReady, Desired: d.Status.DesiredNumberScheduled, Programs: programs(d.Spec.Template.Spec)})
+	}
+	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		c.Unlisted = append(c.Unlisted, "pods")
+	} else if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	if pods == nil {
+		pods = &corev1.PodList{}
+	}
+	for _, p := range pods.Items {
+		if metav1.GetControllerOf(&p) != nil {
+			continue // its workload is listed above
 		}
-		for _, ct := range d.Spec.Template.Spec.Containers {
-			x.Programs = append(x.Programs, ProgramNames(ct.Name, ct.Command)...)
+		w := Workload{Kind: "pod", Namespace: p.Namespace, Name: p.Name, Desired: 1, Programs: programs(p.Spec)}
+		if PodReady(&p) {
+			w.Ready = 1
 		}
-		c.Deployments = append(c.Deployments, x)
+		c.Workloads = append(c.Workloads, w)
 	}
 	leases, err := kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -53,6 +100,16 @@ func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.
 		c.Leases = append(c.Leases, x)
 	}
 	return c, nil
+}
+
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // GatherWebhooks lists the admission webhooks and, for each service they

@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,37 @@ func (w Webhook) Why() string {
 		return fmt.Sprintf("service %s does not exist", w.Service)
 	}
 	return fmt.Sprintf("service %s has no ready endpoints", w.Service)
+}
+
+// Refuses says which requests the webhook matches, for people:
+// "DELETE, UPDATE of configmaps, widgets.example.com".
+func (w Webhook) Refuses() string {
+	var parts []string
+	for _, r := range w.Rules {
+		ops := make([]string, 0, len(r.Operations))
+		for _, o := range r.Operations {
+			ops = append(ops, string(o))
+		}
+		var res []string
+		for _, g := range r.APIGroups {
+			for _, x := range r.Resources {
+				switch {
+				case x == "*" || x == "*/*":
+					res = append(res, "every resource")
+				case g == "" || g == "*":
+					res = append(res, x)
+				default:
+					res = append(res, x+"."+g)
+				}
+			}
+		}
+		parts = append(parts, strings.Join(ops, ", ")+" of "+strings.Join(slices.Compact(res), ", "))
+	}
+	s := strings.Join(parts, "; ")
+	if w.NamespaceSelector != nil && (len(w.NamespaceSelector.MatchLabels) > 0 || len(w.NamespaceSelector.MatchExpressions) > 0) {
+		s += " (in the namespaces its namespaceSelector matches)"
+	}
+	return s
 }
 
 // Request is an admission request the doctor asks about.
@@ -117,4 +149,10 @@ type APIService struct {
 	Service string `json:"service,omitempty"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// GV is the group/version the APIService (version.group) serves.
+func (a APIService) GV() string {
+	version, group, _ := strings.Cut(a.Name, ".")
+	return group + "/" + version
 }

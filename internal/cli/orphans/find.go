@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -30,6 +29,10 @@ type Facts struct {
 	// HelmReleases are the release records found, as namespace/release.
 	HelmReleases sets.Set[string]
 	Controllers  *doctor.Controllers
+	// Webhooks and APIServices (the unavailable ones): what a leftover
+	// server refuses, cluster-wide, right now.
+	Webhooks    []doctor.Webhook
+	APIServices []doctor.APIService
 }
 
 // Kinds of orphan.
@@ -38,6 +41,8 @@ const (
 	TeardownOwnerGone = "TeardownOwnerGone"
 	HelmReleaseGone   = "HelmReleaseGone"
 	StuckTerminating  = "StuckTerminating"
+	WebhookDown       = "WebhookDown"
+	APIServiceDown    = "APIServiceDown"
 )
 
 // Orphan is one object that nothing will clean up.
@@ -118,7 +123,8 @@ func Find(f *Facts) []Orphan {
 			out = append(out, orphan)
 		}
 	}
-	order := map[string]int{HelmReleaseGone: 0, TeardownOwnerGone: 1, OwnerGone: 2, StuckTerminating: 3}
+	out = append(out, serversDown(f)...)
+	order := map[string]int{WebhookDown: 0, APIServiceDown: 1, HelmReleaseGone: 2, TeardownOwnerGone: 3, OwnerGone: 4, StuckTerminating: 5}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return order[out[i].Kind] < order[out[j].Kind]
@@ -202,20 +208,56 @@ func stuckTerminating(o *resource.Object, c *doctor.Controllers) (Orphan, bool) 
 	managers := doctor.FinalizerManagers(o.ManagedFields)
 	var why []string
 	for _, fin := range o.Finalizers {
-		if fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents || fin == "kubernetes" {
-			continue // the garbage collector's and the namespace controller's: see `teardown why`
+		if doctor.KubernetesOwned(fin) {
+			continue // Kubernetes' own: `teardown why` says what it waits for
 		}
 		v := c.Explain(fin, managers[fin])
-		if v.Stuck() {
+		if v.Unremoved() {
 			set := ""
-			if v.Manager != "" {
-				set = ", set by " + v.Manager
+			if v.SetBy.Manager != "" {
+				set = ", set by " + v.SetBy.Manager
 			}
-			why = append(why, fmt.Sprintf("finalizer %s%s: nobody will remove it (%s)", fin, set, v.Evidence))
+			why = append(why, fmt.Sprintf("finalizer %s%s: %s (%s)", fin, set, v.Says(), v.Evidence))
 		}
 	}
 	if len(why) == 0 {
 		return Orphan{}, false
 	}
 	return Orphan{Kind: StuckTerminating, Object: refOf(o), Reason: strings.Join(why, "; ")}, true
+}
+
+// serversDown are the fail-closed webhooks whose Service is gone or has
+// no ready endpoints, and the APIServices whose Service is gone: a
+// leftover of an uninstalled operator that refuses requests cluster-wide
+// now, whatever namespace the audit is limited to.
+func serversDown(f *Facts) []Orphan {
+	var out []Orphan
+	seen := map[string]bool{}
+	for _, w := range f.Webhooks {
+		if !w.Down() {
+			continue
+		}
+		ref := Ref{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration", Name: w.Configuration, Display: w.Kind() + ".admissionregistration.k8s.io/" + w.Configuration}
+		if w.Mutating {
+			ref.Kind = "MutatingWebhookConfiguration"
+		}
+		if seen[ref.Display+"|"+w.Name] {
+			continue
+		}
+		seen[ref.Display+"|"+w.Name] = true
+		what := "leftover: "
+		if !w.ServiceMissing {
+			what = "its server is down: "
+		}
+		out = append(out, Orphan{Kind: WebhookDown, Object: ref,
+			Reason: fmt.Sprintf("%sfail-closed webhook %s cannot be reached (%s), so it refuses %s, cluster-wide, right now; kubectl delete %s %s if its operator is gone", what, w.Name, w.Why(), w.Refuses(), w.Kind(), w.Configuration)})
+	}
+	for _, a := range f.APIServices {
+		if a.Reason != "ServiceNotFound" {
+			continue
+		}
+		out = append(out, Orphan{Kind: APIServiceDown, Object: Ref{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: a.Name, Display: "apiservice.apiregistration.k8s.io/" + a.Name},
+			Reason: fmt.Sprintf("leftover: its service %s does not exist, so discovery of %s fails and every namespace being deleted waits on it; kubectl delete apiservice %s if its server is gone for good", a.Service, a.GV(), a.Name)})
+	}
+	return out
 }

@@ -45,5 +45,11 @@ func Gather(ctx context.Context, c *resource.Clients, namespace string, now time
 	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
 		return nil, err
 	}
+	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {
+		return nil, err
+	}
+	if f.APIServices, err = doctor.GatherUnavailableAPIServices(ctx, c.Dynamic); err != nil {
+		return nil, err
+	}
 	return f, nil
 }

@@ -10,10 +10,12 @@ import (
 )
 
 var titles = map[string]string{
+	WebhookDown:       "fail-closed webhook without a server (refusing requests now)",
+	APIServiceDown:    "APIService without a server (every namespace deletion waits)",
 	HelmReleaseGone:   "Helm release gone (helm uninstall cannot find these)",
 	TeardownOwnerGone: "teardown owner gone",
 	OwnerGone:         "owner gone",
-	StuckTerminating:  "Terminating, held by a finalizer nobody removes",
+	StuckTerminating:  "Terminating, held by a finalizer no running controller is known to remove",
 }
 
 // Render prints the orphans for a person, grouped by kind of finding.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -70,6 +71,19 @@ func TestFindAndRender(t *testing.T) {
 		FailedGroups: sets.New("metrics.example.com/v1beta1", "metrics.example.com"),
 		HelmReleases: sets.New("live/kept"),
 		Controllers:  &doctor.Controllers{},
+		// A leftover of an uninstalled policy engine, and one whose server is only down.
+		Webhooks: []doctor.Webhook{
+			{Configuration: "kyverno-resource-validating-webhook-cfg", Name: "validate.kyverno.svc-fail", FailClosed: true, Service: "kyverno/kyverno-svc", ServiceMissing: true,
+				Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete}, Rule: admissionv1.Rule{APIGroups: []string{"*"}, Resources: []string{"*"}}}}},
+			{Configuration: "guard", Name: "guard.example.com", Mutating: true, FailClosed: true, Service: "guard/guard",
+				Rules:             []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Delete}, Rule: admissionv1.Rule{APIGroups: []string{""}, Resources: []string{"configmaps"}}}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}},
+			{Configuration: "open", Name: "open.example.com", Service: "gone/gone", ServiceMissing: true},
+		},
+		APIServices: []doctor.APIService{
+			{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Reason: "ServiceNotFound", Message: `service/metrics-server in "kube-system" is not present`},
+			{Name: "v1.slow.example.com", Service: "slow/slow", Reason: "FailedDiscoveryCheck", Message: "timeout"},
+		},
 	}
 	found := Find(f)
 	var text, js bytes.Buffer

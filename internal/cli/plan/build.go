@@ -404,8 +404,8 @@ func (g *graph) block(n *Node) {
 				continue
 			}
 			v := g.f.Controllers.Explain(fin, managers[fin])
-			if v.Stuck() {
-				why = append(why, fmt.Sprintf("finalizer %s: nobody will remove it (%s)", fin, v.Evidence))
+			if v.Unremoved() {
+				why = append(why, fmt.Sprintf("finalizer %s: %s (%s)", fin, v.Says(), v.Evidence))
 			} else {
 				n.Waits = append(n.Waits, fmt.Sprintf("finalizer %s (%s, %s)", fin, v.Remover, v.State))
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -90,7 +91,11 @@ func Diagnose(f *Facts) Diagnosis {
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
+	var own []int // the target's Kubernetes-owned finalizer findings
 	for i, fin := range obj.GetFinalizers() {
+		if doctor.KubernetesOwned(fin) {
+			own = append(own, len(d.Findings))
+		}
 		d.Findings = append(d.Findings, finalizerFinding(f, fin, managers[fin], d.Deleting,
 			[]finalizedObject{{ref: resource.Ref(f.Target), kindArg: kindArg(f.Target.Mapping.GroupVersionKind.GroupKind()), name: obj.GetName(), namespace: obj.GetNamespace(), index: i, uid: obj.GetUID()}}, related))
 	}
@@ -99,15 +104,32 @@ func Diagnose(f *Facts) Diagnosis {
 			d.Findings = append(d.Findings, *fd)
 		}
 	}
+	switch {
+	case f.targetIs("", "Pod") && d.Deleting:
+		d.Findings = append(d.Findings, deadNodeFindings(f, func(p *corev1.Pod) bool { return podDeleting(p) && p.Name == obj.GetName() })...)
+	case f.targetIs("", "PersistentVolumeClaim"):
+		d.Findings = append(d.Findings, claimFindings(f, d.Deleting)...)
+	case f.targetIs("", "PersistentVolume"):
+		d.Findings = append(d.Findings, volumeFindings(f, d.Deleting)...)
+	case f.targetIs("apiextensions.k8s.io", "CustomResourceDefinition"):
+		d.Findings = append(d.Findings, definitionFindings(f, d.Deleting, related)...)
+		conv, _ := conversionFindings(f, "")
+		for i := range conv {
+			conv[i].Blocking = d.Deleting
+		}
+		d.Findings = append(d.Findings, conv...)
+	}
 	if isNamespace {
 		d.Findings = append(d.Findings, namespaceFindings(f, d.Deleting, related)...)
 	} else {
 		for _, a := range f.APIServices {
 			if a.Name == f.Target.Mapping.GroupVersionKind.Version+"."+f.Target.Mapping.GroupVersionKind.Group {
-				d.Findings = append(d.Findings, apiServiceFinding(a, false))
+				d.Findings = append(d.Findings, apiServiceFinding(a, false, "", nil))
 			}
 		}
 	}
+
+	consequences(d.Findings, own)
 
 	n := d.Blocking()
 	switch {
@@ -122,6 +144,24 @@ func Diagnose(f *Facts) Diagnosis {
 	}
 	d.Summary += notInForceSummary(d)
 	return d
+}
+
+// consequences: a finalizer Kubernetes owns only waits for something
+// else; when another finding holds (the pods using a claim, a dead node,
+// the custom resources of a definition and their finalizers, the
+// dependents of a foreground deletion), that is the cause and the
+// finalizer its consequence.
+func consequences(findings []Finding, own []int) {
+	explained := false
+	for i, fd := range findings {
+		explained = explained || fd.Blocking && !slices.Contains(own, i)
+	}
+	if !explained {
+		return
+	}
+	for _, i := range own {
+		findings[i].Blocking = false
+	}
 }
 
 type objectRef struct {
@@ -327,8 +367,10 @@ func relatedIndex(objs []*resource.Object) related {
 	return r
 }
 
-func finalizerFinding(f *Facts, fin, manager string, deleting bool, objs []finalizedObject, rel related) Finding {
-	v := f.Controllers.Explain(fin, manager)
+// finalizerFinding explains finalizer fin, written by setter, on objs. lost
+// adds to what removing it by hand would leave behind.
+func finalizerFinding(f *Facts, fin string, setter doctor.Setter, deleting bool, objs []finalizedObject, rel related, lost ...string) Finding {
+	v := f.Controllers.Explain(fin, setter)
 	fd := Finding{Kind: "Finalizer"}
 	refs := make([]string, 0, len(objs))
 	for _, o := range objs {
@@ -338,61 +380,124 @@ func finalizerFinding(f *Facts, fin, manager string, deleting bool, objs []final
 	if len(objs) > 1 {
 		on = fmt.Sprintf("%d objects: %s", len(objs), on)
 	}
-	switch {
-	case v.Stuck():
-		fd.Blocking = true
-		fd.Title = fmt.Sprintf("finalizer %s: nobody will remove it", fin)
-	case v.State == doctor.Unknown:
-		fd.Blocking = deleting
-		fd.Title = fmt.Sprintf("finalizer %s: waiting for %s", fin, v.Remover)
-	default:
-		fd.Blocking = deleting
-		fd.Title = fmt.Sprintf("finalizer %s: waiting for %s, which runs", fin, v.Remover)
-	}
+	fd.Blocking = deleting || v.Stuck()
+	wait := "waiting for"
 	if !deleting {
-		fd.Title = strings.Replace(fd.Title, ": waiting for", ": a deletion would wait for", 1)
+		wait = "a deletion would wait for"
 	}
-	set := manager
-	if set == "" {
-		set = "unknown (not in managedFields)"
+	switch {
+	case v.State == doctor.Gone:
+		fd.Title = fmt.Sprintf("finalizer %s: nobody will remove it (%s is not in the cluster)", fin, v.Remover)
+	case v.State == doctor.NotRunning:
+		fd.Title = fmt.Sprintf("finalizer %s: %s, which removes it, is not running", fin, v.Remover)
+	case v.Remover == "unknown":
+		fd.Title = fmt.Sprintf("finalizer %s: %s an unknown remover", fin, wait)
+	case v.State == doctor.Running:
+		fd.Title = fmt.Sprintf("finalizer %s: %s %s, which runs", fin, wait, v.Remover)
+	default:
+		fd.Title = fmt.Sprintf("finalizer %s: %s %s", fin, wait, v.Remover)
 	}
-	fd.Facts = append(fd.Facts, Fact{"on", on}, Fact{"set by", set}, Fact{"removed by", v.Remover})
+	fd.Facts = append(fd.Facts, Fact{"on", on}, Fact{"set by", setter.Describe()}, Fact{"removed by", v.Remover})
 	if v.When != "" {
 		fd.Facts = append(fd.Facts, Fact{"removed", v.When})
 	}
 	fd.Facts = append(fd.Facts, Fact{"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)})
+	if v.Source != "" {
+		fd.Facts = append(fd.Facts, Fact{"documented", v.Source})
+	}
+	fd.Advice = finalizerAdvice(v, objs, rel, lost)
+	return fd
+}
 
-	// What removing it by hand would leave behind.
-	var left []string
-	for _, o := range objs {
-		left = append(left, rel.byOwner[o.uid]...)
-		left = append(left, rel.byTeardown[o.uid]...)
-	}
-	if isKubernetesFinalizer(fin) {
-		fd.Advice = append(fd.Advice, "do not remove it: "+v.Remover+" removes it "+v.When+"; the findings about what it waits for are the ones to act on")
-		return fd
-	}
-	if v.Stuck() && strings.HasPrefix(v.Remover, "nobody") {
-		fd.Advice = append(fd.Advice, "ask whoever added it what it protects; nothing else runs cleanup for it")
-	} else if v.Stuck() {
-		fd.Advice = append(fd.Advice, fmt.Sprintf("start %s again (or fix it): it runs its cleanup and removes the finalizer itself", v.Remover))
-	}
-	orphan := fmt.Sprintf("this skips %s's cleanup: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
-	if len(left) > 0 {
-		orphan += "; known dependents left behind: " + names(left)
+// finalizerAdvice is what to do about a finalizer: never to remove one of
+// Kubernetes' own; to remove another only when its remover is confirmed
+// gone, saying what is lost, with the exact command.
+func finalizerAdvice(v doctor.Verdict, objs []finalizedObject, rel related, lost []string) []string {
+	if v.Kubernetes {
+		return []string{fmt.Sprintf("do not remove it: it is Kubernetes' own, and %s removes it %s; removing it by hand skips what it guards. The findings about what it waits for are the ones to act on", v.Remover, v.When)}
 	}
 	o := objs[0]
-	nsFlag := ""
-	if o.namespace != "" {
-		nsFlag = " -n " + o.namespace
+	workload := ""
+	if v.Workload != nil {
+		workload = v.Workload.Ref()
+	}
+	switch v.State {
+	case doctor.Running:
+		a := fmt.Sprintf("nothing to remove: %s runs and removes it %s", v.Remover, orDefault(v.When, "once its cleanup is done"))
+		if workload != "" {
+			a += fmt.Sprintf("; if it does not, its log says what it waits for: kubectl logs %s", workload)
+		}
+		return []string{a}
+	case doctor.NotRunning:
+		a := fmt.Sprintf("fix %s (%s)", v.Remover, v.Evidence)
+		if workload != "" {
+			a += fmt.Sprintf(": kubectl describe %s shows why it is not ready", workload)
+		}
+		return []string{a + "; once it runs it does its cleanup and removes the finalizer itself",
+			fmt.Sprintf("do not remove the finalizer while %s is installed: it has not done its cleanup", v.Remover)}
+	case doctor.Unknown:
+		return []string{"find out what removes it before anything else: " + howToFindRemover(v, o)}
+	}
+	// Gone: the remover is known and nothing of it runs here.
+	var left []string
+	for _, ob := range objs {
+		left = append(left, rel.byOwner[ob.uid]...)
+		left = append(left, rel.byTeardown[ob.uid]...)
+	}
+	skipped := fmt.Sprintf("this skips the cleanup of %s: whatever it created for these objects outside ownerReferences (cluster-scoped or other-namespace objects, external resources) stays behind", v.Remover)
+	if len(left) > 0 {
+		skipped += "; known dependents left behind: " + names(left)
+	}
+	for _, l := range lost {
+		skipped += "; " + l
 	}
 	each := ""
 	if len(objs) > 1 {
 		each = " (for each object)"
 	}
-	fd.Advice = append(fd.Advice, fmt.Sprintf("only if %s is gone for good: kubectl patch %s %s%s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers/%d\"}]'%s; %s",
-		v.Remover, o.kindArg, o.name, nsFlag, o.index, each, orphan))
-	return fd
+	return []string{
+		fmt.Sprintf("install or start %s again: it runs its cleanup and removes the finalizer itself", v.Remover),
+		fmt.Sprintf("only if %s is uninstalled for good (%s; make sure it does not run outside the cluster): %s%s; %s",
+			v.Remover, v.Evidence, removeFinalizerCommand(o, v.Finalizer), each, skipped),
+	}
+}
+
+// removeFinalizerCommand removes finalizer from o, and only that one: the
+// test operation makes the patch fail if the list has changed.
+func removeFinalizerCommand(o finalizedObject, finalizer string) string {
+	nsFlag := ""
+	if o.namespace != "" {
+		nsFlag = " -n " + o.namespace
+	}
+	path := fmt.Sprintf("/metadata/finalizers/%d", o.index)
+	return fmt.Sprintf(`kubectl patch %s %s%s --type=json -p '[{"op":"test","path":"%s","value":%q},{"op":"remove","path":"%s"}]'`,
+		o.kindArg, o.name, nsFlag, path, finalizer, path)
+}
+
+// howToFindRemover says how a person finds the controller that honours a
+// finalizer when nothing here names it.
+func howToFindRemover(v doctor.Verdict, o finalizedObject) string {
+	nsFlag := ""
+	if o.namespace != "" {
+		nsFlag = " -n " + o.namespace
+	}
+	var steps []string
+	if v.Domain != "" {
+		word, _, _ := strings.Cut(v.Domain, ".")
+		steps = append(steps, fmt.Sprintf("its domain %s names the project that honours it (look for its operator: kubectl get deployments,statefulsets,daemonsets,pods -A | grep -i %s, or its documentation)", v.Domain, word))
+	}
+	steps = append(steps, fmt.Sprintf("kubectl get %s %s%s -o yaml --show-managed-fields shows who wrote it", o.kindArg, o.name, nsFlag))
+	if tool := v.SetBy.ManifestTool(); tool != "" {
+		steps = append(steps, fmt.Sprintf("%s wrote it from a manifest: the chart or repository it came from documents the controller that removes it", tool))
+	}
+	return strings.Join(steps, "; ") + ". Remove it only once you know that controller is gone for good and what its cleanup would have done"
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
 
 func foregroundFinding(f *Facts, uid types.UID) *Finding {
@@ -463,7 +568,7 @@ func webhookFindings(f *Facts, isNamespace bool) []Finding {
 			ops = append(ops, k)
 		}
 		sort.Strings(ops)
-		out = append(out, Finding{
+		fd := Finding{
 			Kind: "Webhook", Blocking: true,
 			Title: fmt.Sprintf("fail-closed webhook %s (%s/%s) cannot be reached", w.Name, w.Kind(), w.Configuration),
 			Facts: []Fact{{"service", w.Why()}, {"failurePolicy", "Fail"}, {"refuses", strings.Join(ops, ", ")}},
@@ -471,12 +576,20 @@ func webhookFindings(f *Facts, isNamespace bool) []Finding {
 				fmt.Sprintf("bring back the webhook's server behind service %s", w.Service),
 				fmt.Sprintf("or, if its operator is gone: kubectl delete %s %s (its checks stop for every object it matched)", w.Kind(), w.Configuration),
 			},
-		})
+		}
+		if isNamespace && obj.GetDeletionTimestamp() != nil && serverInDeletedNamespace(w.Service, obj.GetName()) {
+			fd.Facts = append(fd.Facts, Fact{"server", fmt.Sprintf("ran in namespace %s, which is being deleted: it cannot come back there (a Terminating namespace refuses new objects)", obj.GetName())})
+			fd.Advice = []string{fmt.Sprintf("kubectl delete %s %s: its server is being deleted with this namespace, and its checks stop for every object it matched; re-create it when its server is installed again", w.Kind(), w.Configuration)}
+		}
+		out = append(out, fd)
 	}
 	return out
 }
 
-func apiServiceFinding(a doctor.APIService, blocking bool) Finding {
+// apiServiceFinding explains an unavailable APIService; blocking when a
+// namespace is being deleted, with what its failing discovery does to it.
+// A server that lived in the namespace being deleted cannot come back.
+func apiServiceFinding(a doctor.APIService, blocking bool, deletingNS string, discovery map[string]string) Finding {
 	fd := Finding{Kind: "APIService", Blocking: blocking,
 		Title: fmt.Sprintf("APIService %s is unavailable", a.Name),
 		Facts: []Fact{{"status", a.Reason + ": " + a.Message}},
@@ -484,12 +597,23 @@ func apiServiceFinding(a doctor.APIService, blocking bool) Finding {
 	if a.Service != "" {
 		fd.Facts = append(fd.Facts, Fact{"service", a.Service})
 	}
+	if err := discovery[a.GV()]; err != "" && blocking {
+		fd.Facts = append(fd.Facts, Fact{"discovery", a.GV() + ": " + err})
+	}
 	if blocking {
 		fd.Facts = append(fd.Facts, Fact{"effect", "the namespace controller cannot list this API, so it cannot tell the namespace is empty; every namespace being deleted waits"})
 	}
+	deleteIt := "kubectl delete apiservice " + a.Name + "; objects the extension server stored are not deleted with the namespace then (they live in its own storage)"
+	if serverInDeletedNamespace(a.Service, deletingNS) {
+		fd.Facts = append(fd.Facts, Fact{"server", fmt.Sprintf("ran in namespace %s, which is being deleted: it cannot come back there (a Terminating namespace refuses new objects)", deletingNS)})
+		fd.Advice = []string{
+			deleteIt + "; re-create the APIService when its server is installed again",
+		}
+		return fd
+	}
 	fd.Advice = []string{
 		"bring back the API's server (service " + orNone(a.Service) + ")",
-		"or, if that API is gone for good: kubectl delete apiservice " + a.Name + "; objects the extension server stored are not deleted with the namespace then (they live in its own storage)",
+		"or, if that API is gone for good: " + deleteIt,
 	}
 	return fd
 }
@@ -521,23 +645,68 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		out = append(out, Finding{Kind: "Condition", Blocking: false, Title: "the namespace controller reports", Facts: facts})
 	}
 
-	for _, a := range f.APIServices {
-		out = append(out, apiServiceFinding(a, deleting))
+	deletingNS := ""
+	if deleting {
+		deletingNS = ns
 	}
-	if len(f.DiscoveryFailures) > 0 && deleting {
+	explainedGV := map[string]bool{}
+	for _, a := range f.APIServices {
+		out = append(out, apiServiceFinding(a, deleting, deletingNS, f.DiscoveryFailures))
+		if gv := a.GV(); f.DiscoveryFailures[gv] != "" {
+			explainedGV[gv] = true
+		}
+	}
+	if deleting {
 		var gvs []string
 		for gv, err := range f.DiscoveryFailures {
-			gvs = append(gvs, gv+": "+err)
+			if !explainedGV[gv] {
+				gvs = append(gvs, gv+": "+err)
+			}
 		}
 		sort.Strings(gvs)
-		out = append(out, Finding{Kind: "Discovery", Blocking: true,
-			Title:  "discovery fails for " + cmdutil.Plural(len(gvs), "API group", "API groups"),
-			Facts:  []Fact{{"failing", strings.Join(gvs, "; ")}},
-			Advice: []string{"the namespace controller needs every API to answer; see the APIService findings"},
-		})
+		if len(gvs) > 0 {
+			out = append(out, Finding{Kind: "Discovery", Blocking: true,
+				Title:  "discovery fails for " + cmdutil.Plural(len(gvs), "API group", "API groups"),
+				Facts:  []Fact{{"failing", strings.Join(gvs, "; ")}},
+				Advice: []string{"the namespace controller needs every API to answer; kubectl get apiservices shows which aggregated API is not Available"},
+			})
+		}
+	}
+	conversions, explained := conversionFindings(f, deletingNS)
+	out = append(out, conversions...)
+	if deleting {
+		out = append(out, deadNodeFindings(f, podDeleting)...)
 	}
 
-	// Content, grouped by kind and reason.
+	var lost []string
+	if rest := rel.byHelmNS[ns]; len(rest) > 0 {
+		lost = append(lost, "the objects Helm installed from this namespace outside it are then orphaned for good: "+names(rest))
+	}
+	out = append(out, contentFindings(f, f.Content, deleting, rel, "in the namespace", lost)...)
+	empty := len(f.Content) == 0 && len(f.ListFailures) == 0 && len(f.DiscoveryFailures) == 0 && len(f.APIServices) == 0
+	out = append(out, specFinalizerFindings(f, deleting, empty)...)
+	out = append(out, helmLeftovers(f, ns)...)
+	var l []string
+	for r, err := range f.ListFailures {
+		if _, discovery := f.DiscoveryFailures[r]; !explained[r] && !discovery {
+			l = append(l, r+": "+err)
+		}
+	}
+	if len(l) > 0 {
+		sort.Strings(l)
+		out = append(out, Finding{Kind: "Discovery", Blocking: deleting, Title: "some resources could not be listed; content there is unknown", Facts: []Fact{{"failed", strings.Join(l, "; ")}},
+			Advice: []string{"the namespace controller cannot delete what it cannot list either: the error says why (a failing server, or a right teardown lacks)"}})
+	}
+	return out
+}
+
+// contentFindings explain the objects a namespace or a definition waits
+// for (where says which): grouped by kind and reason, then their liens and
+// their finalizers, one finding per finalizer and manager. lost adds to what
+// removing a finalizer by hand would leave behind.
+func contentFindings(f *Facts, objs []*resource.Object, deleting bool, rel related, where string, lost []string) []Finding {
+	var out []Finding
+	unexplained := 0
 	type group struct {
 		kind, reason string
 		refs         []string
@@ -546,12 +715,12 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	var keys []string
 	var lienObjs []objectRef
 	type finGroup struct {
-		manager string
+		manager doctor.Setter
 		objs    []finalizedObject
 	}
 	fins := map[string]*finGroup{}
 	var finNames []string
-	for _, o := range f.Content {
+	for _, o := range objs {
 		var reasons []string
 		liens := doctor.LiensOf(o.Labels, o.Annotations, o.Finalizers)
 		for _, l := range liens {
@@ -563,7 +732,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		managers := doctor.FinalizerManagers(o.ManagedFields)
 		for i, fin := range o.Finalizers {
 			reasons = append(reasons, "finalizer "+fin)
-			key := fin + "|" + managers[fin]
+			key := fmt.Sprintf("%s|%s|%v", fin, managers[fin].Manager, managers[fin].Applied)
 			g, ok := fins[key]
 			if !ok {
 				g = &finGroup{manager: managers[fin]}
@@ -573,10 +742,15 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 			g.objs = append(g.objs, finalizedObject{ref: o.Ref(), kindArg: resource.KindRef(o.Resource.GroupKind()), name: o.Name, namespace: o.Namespace, index: i, uid: o.UID})
 		}
 		if len(reasons) == 0 {
-			if o.DeletionTimestamp != nil {
-				reasons = append(reasons, "being deleted")
+			if why := heldBy(f, o); why != "" {
+				reasons = append(reasons, why)
 			} else {
-				reasons = append(reasons, "not deleted yet")
+				unexplained++
+				if o.DeletionTimestamp != nil {
+					reasons = append(reasons, "being deleted")
+				} else {
+					reasons = append(reasons, "not deleted yet")
+				}
 			}
 		}
 		kind := resource.KindRef(o.Resource.GroupKind())
@@ -589,9 +763,11 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		}
 		g.refs = append(g.refs, o.Name)
 	}
-	if len(f.Content) > 0 {
+	if len(objs) > 0 {
 		sort.Strings(keys)
-		fd := Finding{Kind: "Content", Blocking: deleting}
+		// The content is a consequence; it holds by itself only where no
+		// other finding (finalizer, lien, webhook, dead node) says why.
+		fd := Finding{Kind: "Content", Blocking: deleting && unexplained > 0}
 		kinds := map[string]bool{}
 		for _, k := range keys {
 			g := groups[k]
@@ -599,15 +775,15 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 			fd.Facts = append(fd.Facts, Fact{fmt.Sprintf("%s ×%d", g.kind, len(g.refs)), g.reason + ": " + names(g.refs)})
 		}
 		verb := "remain"
-		if len(f.Content) == 1 {
+		if len(objs) == 1 {
 			verb = "remains"
 		}
 		if !deleting {
 			verb = "would be deleted first"
 		}
-		fd.Title = fmt.Sprintf("%s of %s %s in the namespace", cmdutil.Plural(len(f.Content), "object", "objects"), cmdutil.Plural(len(kinds), "kind", "kinds"), verb)
+		fd.Title = fmt.Sprintf("%s of %s %s %s", cmdutil.Plural(len(objs), "object", "objects"), cmdutil.Plural(len(kinds), "kind", "kinds"), verb, where)
 		if deleting {
-			fd.Advice = []string{"each group's reason is explained below; the namespace goes once they are gone"}
+			fd.Advice = []string{"each group's reason is explained in its own finding; they go once that is dealt with"}
 		}
 		out = append(out, fd)
 	}
@@ -617,31 +793,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		g := fins[key]
 		fin, _, _ := strings.Cut(key, "|")
 		sort.Slice(g.objs, func(i, j int) bool { return g.objs[i].ref < g.objs[j].ref })
-		fd := finalizerFinding(f, fin, g.manager, deleting, g.objs, rel)
-		if rest := rel.byHelmNS[ns]; len(rest) > 0 && fd.Advice != nil && !isKubernetesFinalizer(fin) {
-			fd.Advice[len(fd.Advice)-1] += "; the objects Helm installed from this namespace outside it are then orphaned for good: " + names(rest)
-		}
-		out = append(out, fd)
-	}
-	if deleting && len(f.Content) == 0 {
-		spec, _, _ := unstructured.NestedStringSlice(f.Object.Object, "spec", "finalizers")
-		if slices.Contains(spec, "kubernetes") {
-			v := f.Controllers.Explain("kubernetes", "")
-			out = append(out, Finding{Kind: "Finalizer", Blocking: true,
-				Title:  "the namespace is empty but its finalizer kubernetes remains",
-				Facts:  []Fact{{"removed by", v.Remover}, {"running", fmt.Sprintf("%s: %s", v.State, v.Evidence)}},
-				Advice: []string{"check that kube-controller-manager runs with the namespace controller; if some API could not be listed it may still hold content"},
-			})
-		}
-	}
-	out = append(out, helmLeftovers(f, ns)...)
-	if len(f.ListFailures) > 0 {
-		var l []string
-		for r, err := range f.ListFailures {
-			l = append(l, r+": "+err)
-		}
-		sort.Strings(l)
-		out = append(out, Finding{Kind: "Discovery", Title: "some resources could not be listed; content there is unknown", Facts: []Fact{{"failed", strings.Join(l, "; ")}}})
+		out = append(out, finalizerFinding(f, fin, g.manager, deleting, g.objs, rel, lost...))
 	}
 	return out
 }
@@ -651,12 +803,6 @@ func kubectlArg(ref, ns string) string {
 		return ref
 	}
 	return ref + " -n " + ns
-}
-
-// isKubernetesFinalizer: removed by Kubernetes itself once what it waits for
-// is done; never to be removed by hand.
-func isKubernetesFinalizer(fin string) bool {
-	return fin == "kubernetes" || fin == metav1.FinalizerDeleteDependents || fin == metav1.FinalizerOrphanDependents
 }
 
 // helmLeftovers: objects outside the namespace that Helm installed from

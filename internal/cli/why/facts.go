@@ -3,6 +3,7 @@ package why
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	cliresource "k8s.io/cli-runtime/pkg/resource"
 
@@ -37,11 +38,32 @@ type Facts struct {
 	// NotInForce is the protection asked for the target that is not in
 	// force (inforce.go).
 	NotInForce NotInForce
-	Now        time.Time
+	// Pods are the pods of the target's namespace (for a Pod, a
+	// PersistentVolumeClaim or a Namespace), read in full: their node and
+	// volumes. Nodes are the cluster's nodes, by name, when Pods were read.
+	Pods  []corev1.Pod
+	Nodes map[string]*corev1.Node
+	// Claim is the claim a PersistentVolume target is bound to (its
+	// spec.claimRef), nil when it is gone or the volume has none.
+	Claim *corev1.PersistentVolumeClaim
+	// CRDs are the CustomResourceDefinitions, read when something could not
+	// be listed or the target is one: which conversion webhook fails.
+	CRDs []doctor.CRD
+	// Instances are the custom resources of a CustomResourceDefinition
+	// target; InstancesFailed says why they could not be listed.
+	Instances       []*resource.Object
+	InstancesFailed string
+	Now             time.Time
 }
 
 // targetIsNamespace: the target is a namespace, held by its content.
 func (f *Facts) targetIsNamespace() bool {
 	gvk := f.Target.Mapping.GroupVersionKind
 	return gvk.Group == "" && gvk.Kind == "Namespace"
+}
+
+// targetIs: the target is of kind group/kind.
+func (f *Facts) targetIs(group, kind string) bool {
+	gvk := f.Target.Mapping.GroupVersionKind
+	return gvk.Group == group && gvk.Kind == kind
 }

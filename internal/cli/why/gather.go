@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,7 +93,100 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 	if !isNamespace {
 		f.NotInForce = gatherNotInForce(ctx, c, f)
 	}
+	if err := gatherPods(ctx, c, f); err != nil {
+		return nil, err
+	}
+	if err := gatherCRDs(ctx, c, f); err != nil {
+		return nil, err
+	}
+	if err := gatherClaim(ctx, c, f); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// gatherClaim reads the claim a PersistentVolume target is bound to.
+func gatherClaim(ctx context.Context, c *resource.Clients, f *Facts) error {
+	if !f.targetIs("", "PersistentVolume") {
+		return nil
+	}
+	ns, _, _ := unstructured.NestedString(f.Object.Object, "spec", "claimRef", "namespace")
+	name, _, _ := unstructured.NestedString(f.Object.Object, "spec", "claimRef", "name")
+	if name == "" {
+		return nil
+	}
+	claim, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading claim %s/%s: %w", ns, name, err)
+	}
+	f.Claim = claim
+	return nil
+}
+
+// gatherPods reads, for a Pod, a PersistentVolumeClaim or a Namespace, the
+// namespace's pods in full (node, volumes) and the nodes they run on.
+func gatherPods(ctx context.Context, c *resource.Clients, f *Facts) error {
+	ns := f.Target.Namespace
+	switch {
+	case f.targetIsNamespace():
+		ns = f.Target.Name
+	case f.targetIs("", "Pod"), f.targetIs("", "PersistentVolumeClaim"):
+	default:
+		return nil
+	}
+	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing pods in %s: %w", ns, err)
+	}
+	f.Pods = pods.Items
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	f.Nodes = map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		f.Nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	return nil
+}
+
+// gatherCRDs reads the CRDs when a list failed (a conversion webhook may
+// be why) or the target is one, and then the target's custom resources.
+func gatherCRDs(ctx context.Context, c *resource.Clients, f *Facts) error {
+	isCRD := f.targetIs("apiextensions.k8s.io", "CustomResourceDefinition")
+	if len(f.ListFailures) == 0 && !isCRD {
+		return nil
+	}
+	var err error
+	if f.CRDs, err = doctor.GatherCRDs(ctx, c.Dynamic); err != nil {
+		return err
+	}
+	if !isCRD {
+		return nil
+	}
+	crd := doctor.CRDOf(f.Object)
+	if len(crd.Versions) == 0 {
+		return nil
+	}
+	r := resource.APIResource{GVR: crd.GVR(crd.Versions[0]), Kind: crd.Kind, Namespaced: crd.Namespaced}
+	for _, v := range crd.Versions {
+		if v == crd.Storage {
+			r.GVR = crd.GVR(v) // read at the storage version: no conversion needed for most objects
+		}
+	}
+	list, err := c.Metadata.Resource(r.GVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		f.InstancesFailed = err.Error()
+		f.ListFailures[r.GVR.String()] = err.Error()
+		return nil
+	}
+	for i := range list.Items {
+		f.Instances = append(f.Instances, &resource.Object{Resource: r, ObjectMeta: list.Items[i].ObjectMeta})
+	}
+	return nil
 }
 
 // tiedToNamespace: an object outside the namespace that Helm installed from

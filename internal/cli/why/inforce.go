@@ -229,13 +229,6 @@ func describeCommand(l NamingLien) string {
 	return "kubectl describe clusterlien " + l.LienName
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // notInForceSummary is added to the verdict when protection was asked for
 // and is not in force, so that "nothing holds" does not read as "safe".
 func notInForceSummary(d Diagnosis) string {

@@ -25,11 +25,15 @@ func NewCommand(flags *genericclioptions.ConfigFlags, out io.Writer) *cobra.Comm
 		Use:   "why KIND/NAME",
 		Short: "Explain why an object or namespace is not gone, or what would hold its deletion",
 		Long: `why explains why an object or a namespace is stuck deleting (or, before a
-delete, what would hold it): each finalizer, the manager that set it and
-whether anything runs that will remove it; a namespace's remaining content
-grouped by kind with the reason for each; liens; unavailable APIServices;
-fail-closed webhooks without endpoints; foreground deletion waiting on
-dependents. Exit code 1 when something holds the deletion.`,
+delete, what would hold it): each finalizer, who wrote it, what removes it
+and whether that runs; a namespace's spec.finalizers and remaining content
+grouped by kind with the reason for each; liens; unavailable APIServices
+and failing conversion webhooks (and whether their server can come back);
+fail-closed webhooks without endpoints; pods on dead nodes; the pods using
+a claim; a definition's custom resources; foreground deletion waiting on
+dependents. It never advises removing one of Kubernetes' own finalizers,
+and gives a removal command only when the remover is confirmed gone.
+Exit code 1 when something holds the deletion.`,
 		Example: `  teardown why namespace/foohome
   teardown why foo.example.com/myfoo -n foohome
   kubectl teardown why deployment my-operator -n operators -o json`,

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -89,7 +91,7 @@ func stuckNamespace() *Facts {
 		Content: content,
 		Related: []*resource.Object{role},
 		Controllers: &doctor.Controllers{
-			Deployments: []doctor.Deployment{{Namespace: "foo-system", Name: "widget-operator", Programs: []string{"manager"}, Ready: 0, Desired: 1}},
+			Workloads: []doctor.Workload{{Kind: "deployment", Namespace: "foo-system", Name: "widget-operator", Programs: []string{"manager"}, Ready: 0, Desired: 1}},
 		},
 		APIServices:       []doctor.APIService{{Name: "v1beta1.metrics.example.com", Service: "monitoring/metrics", Reason: "ServiceNotFound", Message: `service/metrics in "monitoring" is not present`}},
 		DiscoveryFailures: map[string]string{},
@@ -170,4 +172,117 @@ func TestRenderLienCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "lien-cycle.golden", text.Bytes())
+}
+
+// TestRenderFinalizerAdvice: each kind of remover gets its own advice, and
+// only a remover confirmed gone comes with the command that removes the
+// finalizer. Kubernetes' own finalizers are never to be removed, and a
+// finalizer written from a manifest is not "added by hand, nobody removes it".
+func TestRenderFinalizerAdvice(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "mixed", "uid": "ns-uid", "deletionTimestamp": "2026-05-01T11:58:00Z"},
+		"spec":     map[string]any{"finalizers": []any{"kubernetes"}},
+		"status":   map[string]any{"phase": "Terminating"},
+	}}
+	applied := func(manager, finalizer string) []metav1.ManagedFieldsEntry {
+		e := finalizerFields(manager, finalizer)
+		e[0].Operation = metav1.ManagedFieldsOperationApply
+		return e
+	}
+	obj := func(r resource.APIResource, name string, fields []metav1.ManagedFieldsEntry, finalizers ...string) *resource.Object {
+		return &resource.Object{Resource: r, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "mixed", UID: k8stypes.UID(name),
+			Finalizers: finalizers, DeletionTimestamp: &metav1.Time{Time: now.Add(-time.Minute)}, ManagedFields: fields}}
+	}
+	apps := resource.APIResource{GVR: schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}, Kind: "Application", Namespaced: true}
+	pvcs := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, Kind: "PersistentVolumeClaim", Namespaced: true}
+	f := &Facts{
+		Target: namespaceInfo("mixed"),
+		Object: ns,
+		Content: []*resource.Object{
+			// Gone: the controller that added it is nowhere.
+			obj(widgets, "gone", finalizerFields("widget-operator", "example.com/cleanup"), "example.com/cleanup"),
+			// Applied by Argo CD, honoured by its application controller, which runs.
+			obj(apps, "guestbook", applied("argocd-controller", "resources-finalizer.argocd.argoproj.io"), "resources-finalizer.argocd.argoproj.io"),
+			// Written with kubectl, nothing of its domain found: unknown, not "nobody".
+			obj(widgets, "by-hand", finalizerFields("kubectl-edit", "example.org/hold"), "example.org/hold"),
+			// Kubernetes' own.
+			obj(pvcs, "data", nil, "kubernetes.io/pvc-protection"),
+		},
+		Controllers: &doctor.Controllers{
+			Workloads: []doctor.Workload{{Kind: "statefulset", Namespace: "argocd", Name: "argocd-application-controller", Programs: []string{"argocd-application-controller"}, Ready: 1, Desired: 1}},
+		},
+		DiscoveryFailures: map[string]string{},
+		ListFailures:      map[string]string{},
+		Now:               now,
+	}
+	var text bytes.Buffer
+	if err := Render(&text, Diagnose(f)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "finalizer-advice.golden", text.Bytes())
+	for _, unsafe := range []string{"nobody: it was added by hand", "finalizers/0\"}]' (for each object)", "remove\",\"path\":\"/metadata/finalizers/0\"}]' -n mixed"} {
+		if strings.Contains(text.String(), unsafe) {
+			t.Errorf("output contains %q", unsafe)
+		}
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.Contains(line, "kubectl patch") && !strings.Contains(line, "widget.example.com gone") {
+			t.Errorf("a removal command for a finalizer whose remover is not confirmed gone: %s", line)
+		}
+	}
+}
+
+// TestRenderNamespaceCauses: every holder a namespace can have besides
+// finalizers, each one finding with its consequences under it: a kind
+// whose conversion webhook lived in the namespace (not "empty"), an
+// APIService with its failing discovery, a pod on a dead node, and an
+// entry of spec.finalizers nothing removes.
+func TestRenderNamespaceCauses(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "ops", "uid": "ns-uid", "deletionTimestamp": "2026-05-01T11:58:00Z"},
+		"spec":     map[string]any{"finalizers": []any{"kubernetes", "foregroundDeletion"}},
+		"status":   map[string]any{"phase": "Terminating"},
+	}}
+	pods := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Kind: "Pod", Namespaced: true}
+	configMaps := resource.APIResource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	deleted := &metav1.Time{Time: now.Add(-time.Minute)}
+	heartbeat := metav1.NewTime(now.Add(-time.Hour))
+	f := &Facts{
+		Target: namespaceInfo("ops"),
+		Object: ns,
+		Content: []*resource.Object{
+			{Resource: pods, ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ops", UID: "p1", DeletionTimestamp: deleted}},
+			{Resource: configMaps, ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "ops", UID: "c1"}},
+		},
+		Pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ops", DeletionTimestamp: deleted}, Spec: corev1.PodSpec{NodeName: "worker-1"}}},
+		Nodes: map[string]*corev1.Node{"worker-1": {ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status.", LastHeartbeatTime: heartbeat, LastTransitionTime: heartbeat},
+		}}}},
+		CRDs: []doctor.CRD{{Name: "challenges.acme.cert-manager.io", Group: "acme.cert-manager.io", Kind: "Challenge", Plural: "challenges", Namespaced: true,
+			Versions: []string{"v1alpha2", "v1"}, Storage: "v1", Webhook: "service ops/cert-manager-webhook", WebhookNamespace: "ops"}},
+		Controllers:       &doctor.Controllers{},
+		APIServices:       []doctor.APIService{{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Reason: "ServiceNotFound", Message: `service/metrics-server in "kube-system" is not present`}},
+		DiscoveryFailures: map[string]string{"metrics.k8s.io/v1beta1": "stale GroupVersion discovery: metrics.k8s.io/v1beta1"},
+		ListFailures: map[string]string{
+			"metrics.k8s.io/v1beta1":                       "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
+			"acme.cert-manager.io/v1, Resource=challenges": `conversion webhook for acme.cert-manager.io/v1alpha2, Kind=Challenge failed: Post "https://cert-manager-webhook.ops.svc:443/convert?timeout=30s": service "cert-manager-webhook" not found`,
+		},
+		Now: now,
+	}
+	d := Diagnose(f)
+	var text bytes.Buffer
+	if err := Render(&text, d); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "namespace-causes.golden", text.Bytes())
+	if strings.Contains(text.String(), "the namespace is empty but") {
+		t.Error("a namespace whose content cannot all be listed is called empty")
+	}
+	if n := d.Blocking(); n != 4 {
+		t.Errorf("%d blocking findings, want 4: the APIService, the conversion webhook, the dead node, spec.finalizers", n)
+	}
 }

@@ -45,11 +45,11 @@ func TestWhyNamespaceHeldByFinalizerNobodyRemoves(t *testing.T) {
 		"namespace/"+ns+" is being deleted since",
 		"[BLOCKING] finalizer example.com/cleanup: nobody will remove it",
 		"set by:     widget-operator",
-		`no Deployment or leader Lease matching "widget-operator" or "example.com" found`,
+		`no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching "widget-operator" or "example.com" found`,
 		"widget.example.com ×3",
 		"3 objects: "+ns+"/widget.example.com/a, "+ns+"/widget.example.com/b, "+ns+"/widget.example.com/c",
 		"NamespaceFinalizersRemaining",
-		"this skips widget-operator's cleanup",
+		"this skips the cleanup of widget-operator",
 	)
 	if !strings.HasPrefix(stderr, "teardown: namespace/"+ns+": ") {
 		t.Errorf("stderr %q, want the one-line summary", stderr)
@@ -90,7 +90,7 @@ func TestWhyNamespaceStuckOnUnavailableAPIService(t *testing.T) {
 	}
 	wantAll(t, out,
 		"[BLOCKING] APIService v1.broken.example.com is unavailable",
-		"service: default/no-such-metrics-server",
+		"default/no-such-metrics-server",
 		"NamespaceDeletionDiscoveryFailure",
 		"kubectl delete apiservice v1.broken.example.com",
 	)

@@ -99,18 +99,7 @@ var WidgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1",
 // EnsureWidgetCRD installs the Widget CRD and waits until it serves.
 func (e *Env) EnsureWidgetCRD(t *testing.T) {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}},
-			}},
-		},
-	}
-	e.EnsureCRD(t, crd, WidgetGVR)
+	e.EnsureCRD(t, CRD(WidgetGVR.Group, "Widget", WidgetGVR.Resource, true, WidgetGVR.Version), WidgetGVR)
 }
 
 // EnsureCRD creates crd (if absent) and waits until gvr lists.
