@@ -291,7 +291,7 @@ func route(dest string, services []corev1.Service, served map[string]ServedServi
 		}
 		s := ServedService{Namespace: svc.Namespace, Name: svc.Name, Port: int32(port)}
 		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return int64(p.Port) == port }) {
-			return "", s.key(), fmt.Errorf("Service %s/%s has no port %d; the local control plane dials nothing off this machine", svc.Namespace, svc.Name, port)
+			return "", s.key(), fmt.Errorf("the Service %s/%s has no port %d; the local control plane dials nothing off this machine", svc.Namespace, svc.Name, port)
 		}
 		if r, ok := served[s.key()]; ok {
 			return r.Addr, s.key(), nil

@@ -51,7 +51,7 @@ func execLoopbackOnly(args []string) error {
 	if err := os.Unsetenv(componentEnv); err != nil { // the command may import localcluster too
 		return err
 	}
-	return syscall.Exec(path, args, os.Environ())
+	return syscall.Exec(path, args, os.Environ()) //nolint:gosec // the command line its caller gave, run as asked
 }
 
 // loopbackUp sets the loopback interface up, as `ip link set lo up` does.
