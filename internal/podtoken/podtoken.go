@@ -62,6 +62,38 @@ func New(ctx context.Context, admin *rest.Config, namespace, name string) (*Iden
 	if err != nil {
 		return nil, err
 	}
+	return tokenFor(ctx, admin, kube, pod)
+}
+
+// NewForOwner creates, through admin, a Pod in namespace from tmpl whose
+// controller is owner, as the owner's controller would (a DaemonSet's or a
+// Job's: neither controller runs on the local control plane), requests a
+// token of its ServiceAccount bound to it, and returns the identity.
+func NewForOwner(ctx context.Context, admin *rest.Config, namespace string, owner metav1.OwnerReference, tmpl corev1.PodTemplateSpec) (*Identity, error) {
+	kube, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    owner.Name + "-",
+			Namespace:       namespace,
+			Labels:          tmpl.Labels,
+			Annotations:     tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{controllerRef(owner.APIVersion, owner.Kind, owner.Name, owner.UID)},
+		},
+		Spec: tmpl.Spec,
+	}
+	pod, err = kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating a pod of %s %s/%s: %w", owner.Kind, namespace, owner.Name, err)
+	}
+	return tokenFor(ctx, admin, kube, pod)
+}
+
+// tokenFor requests a token of pod's ServiceAccount bound to pod.
+func tokenFor(ctx context.Context, admin *rest.Config, kube kubernetes.Interface, pod *corev1.Pod) (*Identity, error) {
+	namespace := pod.Namespace
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
