@@ -56,6 +56,10 @@ type Release struct {
 // Chart is the directory of the release's unmodified Helm chart.
 func (r Release) Chart() string { return filepath.Join(r.Source, ChartDir) }
 
+// Workdir is the working directory the operator's image gives it: the
+// operator renders its manifests from ./bindata.
+func (r Release) Workdir() string { return r.Source }
+
 // Path is the path of the binary name (Operator, Webhook, ConfigCleanup).
 func (r Release) Path(name string) string { return filepath.Join(r.Bin, name) }
 
@@ -100,7 +104,7 @@ func Build(ctx context.Context, cacheDir string, progress io.Writer) (Release, e
 		return Release{}, err
 	}
 	started := time.Now()
-	fmt.Fprintf(progress, "sriov-network-operator: building %s@%s (%s) into %s (once; a cold build downloads and compiles its dependencies: about 5 minutes on two cores)\n",
+	fmt.Fprintf(progress, "sriov-network-operator: building %s@%s (%s) into %s (once; a cold build downloads and compiles its dependencies: about 10 minutes on two cores)\n",
 		Module, Version, strings.Join([]string{Operator, Webhook, ConfigCleanup}, ", "), rel.Bin)
 	if err := goBuild(ctx, src, tmp, started, progress); err != nil {
 		_ = os.RemoveAll(tmp)
@@ -151,7 +155,7 @@ func download(ctx context.Context) (string, error) {
 // goBuild builds packages of the module in src into dir, printing how many
 // packages it compiled every 20 s.
 func goBuild(ctx context.Context, src, dir string, started time.Time, progress io.Writer) error {
-	args := append([]string{"build", "-v", "-o", dir + "/"}, packages...)
+	args := append([]string{"build", "-v", "-ldflags", ldflags, "-o", dir + "/"}, packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = src
 	// Its own go.mod and go.sum, as released: never our workspace or flags.
@@ -194,13 +198,17 @@ func goBuild(ctx context.Context, src, dir string, started time.Time, progress i
 	return nil
 }
 
-// buildKey names the cache entry: the version, the Go version and the
-// platform (the module at a version never changes).
+// ldflags set the version in pkg/version, as the module's
+// hack/build-go.sh does.
+var ldflags = "-X " + Module + "/pkg/version.Raw=" + Version
+
+// buildKey names the cache entry: the version, the Go version, the
+// platform and how it is built (the module at a version never changes).
 func buildKey(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
 	if err != nil {
 		return "", fmt.Errorf("running `go env GOVERSION` (sriov-network-operator is built with the go command): %w", err)
 	}
-	h := sha256.Sum256(fmt.Appendf(nil, "%s %s/%s", bytes.TrimSpace(out), runtime.GOOS, runtime.GOARCH))
+	h := sha256.Sum256(fmt.Appendf(nil, "%s %s/%s %s %q", bytes.TrimSpace(out), runtime.GOOS, runtime.GOARCH, ldflags, packages))
 	return Version + "-" + hex.EncodeToString(h[:])[:12], nil
 }
