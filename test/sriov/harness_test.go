@@ -68,15 +68,14 @@ const (
 var networkNamespaces = []string{"sriov-net-a", "sriov-net-b"}
 
 var (
-	sriovGVR   = schema.GroupVersionResource{Group: "sriovnetwork.openshift.io", Version: "v1", Resource: "sriovnetworks"}
-	configGVR  = schema.GroupVersionResource{Group: "sriovnetwork.openshift.io", Version: "v1", Resource: "sriovoperatorconfigs"}
-	nadGVR     = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
-	vwcGVR     = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	buildOnce  sync.Once
-	built      sriovoperator.Release
-	builtErr   error
-	helmBin    string
-	helmErr    error
+	sriovGVR  = schema.GroupVersionResource{Group: "sriovnetwork.openshift.io", Version: "v1", Resource: "sriovnetworks"}
+	configGVR = schema.GroupVersionResource{Group: "sriovnetwork.openshift.io", Version: "v1", Resource: "sriovoperatorconfigs"}
+	nadGVR    = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+	buildOnce sync.Once
+	built     sriovoperator.Release
+	builtErr  error
+	helmBin   string
+	helmErr   error
 )
 
 // tools builds (once per package, cached across runs) the operator and
@@ -758,7 +757,7 @@ func poll(t *testing.T, p *process, timeout time.Duration, what string, cond wai
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if p != nil && !p.running() {
-			return false, fmt.Errorf("%s exited: %v\n%s", p.name, p.waitErr, p.log())
+			return false, fmt.Errorf("%s exited: %w\n%s", p.name, p.waitErr, p.log())
 		}
 		return cond(ctx)
 	})

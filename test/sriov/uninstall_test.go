@@ -80,6 +80,11 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("left after kubectl delete ns (-want +got):\n%s", diff)
 		}
+		// What the operator's exit left of its webhooks (it sets them to
+		// Ignore on exit when it still may).
+		if vwc, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "sriov-operator-webhook-config", metav1.GetOptions{}); err == nil {
+			t.Logf("validatingwebhookconfiguration sriov-operator-webhook-config: failurePolicy %s", *vwc.Webhooks[0].FailurePolicy)
+		}
 		nsObj, err := e.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err == nil {
 			for _, c := range nsObj.Status.Conditions {
