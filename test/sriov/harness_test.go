@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -178,7 +179,7 @@ func (e *env) command(timeout time.Duration, name string, args ...string) (strin
 // DaemonSet, the webhook server, served for the operator's webhook Service;
 // then creates two SriovNetworks whose NADs live in two other namespaces,
 // and returns once both NADs exist.
-func (e *env) install(ctx context.Context) {
+func (e *env) install(ctx context.Context, extra map[string]any) {
 	t := e.t
 	t.Helper()
 	values := map[string]any{
@@ -192,6 +193,7 @@ func (e *env) install(ctx context.Context) {
 		}},
 		"sriovOperatorConfig": map[string]any{"deploy": true},
 	}
+	maps.Copy(values, extra)
 	data, err := yaml.Marshal(values)
 	if err != nil {
 		t.Fatal(err)

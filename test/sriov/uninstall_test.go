@@ -27,7 +27,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		e := newEnv(ctx, t)
 		before := snapshot(ctx, t)
 		t.Cleanup(func() { removeAll(ctx, t, before) })
-		e.install(ctx)
+		e.install(ctx, nil)
 
 		type result struct {
 			out  string
@@ -59,7 +59,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		e := newEnv(ctx, t)
 		before := snapshot(ctx, t)
 		t.Cleanup(func() { removeAll(ctx, t, before) })
-		e.install(ctx)
+		e.install(ctx, nil)
 
 		out, code, took := e.command(2*time.Minute, "kubectl", "delete", "ns", ns)
 		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, code, took.Round(time.Millisecond), out)
