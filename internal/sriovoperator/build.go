@@ -1,7 +1,6 @@
 package sriovoperator
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -14,9 +13,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/teardown-dev/teardown/internal/gobuild"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -152,48 +151,15 @@ func download(ctx context.Context) (string, error) {
 	return mod.Dir, nil
 }
 
-// goBuild builds packages of the module in src into dir, printing how many
-// packages it compiled every 20 s.
+// goBuild builds packages of the module in src into dir.
 func goBuild(ctx context.Context, src, dir string, started time.Time, progress io.Writer) error {
 	args := append([]string{"build", "-v", "-ldflags", ldflags, "-o", dir + "/"}, packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = src
 	// Its own go.mod and go.sum, as released: never our workspace or flags.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting go build for %s: %w", Module, err)
-	}
-	var compiled atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				fmt.Fprintf(progress, "sriov-network-operator: building: %d packages compiled, %s elapsed\n", compiled.Load(), time.Since(started).Round(time.Second))
-			}
-		}
-	}()
-	var log bytes.Buffer
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if line := sc.Text(); strings.Contains(line, " ") {
-			log.WriteString(line + "\n")
-		} else { // `go build -v` names each package it compiles
-			compiled.Add(1)
-		}
-	}
-	err = cmd.Wait()
-	close(done)
-	if err != nil {
-		return fmt.Errorf("building %s@%s: %w\n%s", Module, Version, err, log.String())
+	if err := gobuild.Run(cmd, "sriov-network-operator", started, progress); err != nil {
+		return fmt.Errorf("building %s@%s: %w", Module, Version, err)
 	}
 	return nil
 }

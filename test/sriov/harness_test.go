@@ -373,22 +373,7 @@ type process struct {
 func (e *env) start(ctx context.Context, name string, id *podtoken.Identity, bin, workdir string, args []string) *process {
 	t := e.t
 	t.Helper()
-	dir := filepath.Join(e.dir, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := id.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	envv, err := containerEnv(ctx, e.kube, id.Pod, id.Pod.Spec.Containers[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	envv = append(envv, "PATH="+os.Getenv("PATH"), "HOME="+dir, "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+	dir, envv := e.container(ctx, name, id, id.Pod.Spec.Containers[0])
 	p := &process{name: name, logPath: filepath.Join(dir, "log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
@@ -485,6 +470,31 @@ func (p *process) log() string {
 	return string(data)
 }
 
+// container makes a directory name for container c of id's Pod, holding a
+// kubeconfig with id's token only, and returns it with the container's
+// environment: what its spec gives it (containerEnv), PATH, HOME (the
+// directory) and KUBECONFIG.
+func (e *env) container(ctx context.Context, name string, id *podtoken.Identity, c corev1.Container) (string, []string) {
+	t := e.t
+	t.Helper()
+	dir := filepath.Join(e.dir, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := id.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	envv, err := containerEnv(ctx, e.kube, id.Pod, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, append(envv, "PATH="+os.Getenv("PATH"), "HOME="+dir, "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+}
+
 // containerEnv is the environment a kubelet gives container c of pod:
 // literal values, the Pod's own fields, Secrets' and ConfigMaps' keys.
 func containerEnv(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod, c corev1.Container) ([]string, error) {
@@ -526,6 +536,28 @@ func containerEnv(ctx context.Context, kube kubernetes.Interface, pod *corev1.Po
 	return env, nil
 }
 
+// result is what a command did.
+type result struct {
+	out  string
+	code int
+	took time.Duration
+}
+
+// helmUninstall runs `helm uninstall RELEASE -n NS` as a user types it,
+// plays its pre-delete hook's Job meanwhile, and returns what helm did and
+// the exit codes of the hook's attempts.
+func (e *env) helmUninstall(ctx context.Context) (result, []int) {
+	done := make(chan result, 1)
+	go func() {
+		out, code, took := e.command(6*time.Minute, e.helm, "uninstall", release, "-n", ns)
+		done <- result{out, code, took}
+	}()
+	codes := e.playHook(ctx, e.waitJob(ctx, hookJob, time.Minute))
+	r := <-done
+	e.t.Logf("$ helm uninstall %s -n %s: exit %d in %s (the hook's attempts: exit %v)\n%s", release, ns, r.code, r.took.Round(time.Millisecond), codes, r.out)
+	return r, codes
+}
+
 // playHook plays the pre-delete hook Job as the job controller and a
 // kubelet would: for each attempt (1 + backoffLimit at most), a Pod of the
 // Job with a bound token of its ServiceAccount, its container's command
@@ -549,24 +581,9 @@ func (e *env) playHook(ctx context.Context, job *batchv1.Job) []int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(e.dir, fmt.Sprintf("hook-%d", attempt))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		kc, err := id.Kubeconfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		envv, err := containerEnv(ctx, e.kube, id.Pod, c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, envv := e.container(ctx, fmt.Sprintf("hook-%d", attempt), id, c)
 		cmd := exec.CommandContext(ctx, e.rel.Path(c.Command[0]), c.Args...)
-		cmd.Env = append(envv, "PATH="+os.Getenv("PATH"), "HOME="+dir, "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
-		cmd.Dir = dir
+		cmd.Env, cmd.Dir = envv, dir
 		started := time.Now()
 		out, err := cmd.CombinedOutput()
 		code := 0

@@ -79,30 +79,16 @@ func TestUninstallWithTeardown(t *testing.T) {
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
-		e := newEnv(ctx, t)
-		e.kubeconfig = userKubeconfig(t)
-		before := snapshot(ctx, t)
-		t.Cleanup(func() { removeAll(context.Background(), t, before) })
-		e.install(ctx, map[string]any{"extraDeploy": []any{plan()}})
-		e.waitArmed(ctx)
+		e, before := installWithPlan(ctx, t)
 
-		type result struct {
-			out  string
-			code int
-			took time.Duration
-		}
-		done := make(chan result, 1)
-		go func() {
-			out, code, took := e.command(6*time.Minute, e.helm, "uninstall", release, "-n", ns)
-			done <- result{out, code, took}
-		}()
-		codes := e.playHook(ctx, e.waitJob(ctx, hookJob, time.Minute))
-		r := <-done
-		t.Logf("$ helm uninstall %s -n %s: exit %d in %s (the hook's attempts: exit %v)\n%s", release, ns, r.code, r.took.Round(time.Millisecond), codes, r.out)
+		r, codes := e.helmUninstall(ctx)
 		// helm's DELETEs of the kept ServiceAccount and RBAC are refused
 		// (Deny liens): helm stops before it purges the release record.
 		if r.code != 1 || !strings.Contains(r.out, "Error: failed to delete release: "+release) {
 			t.Errorf("helm uninstall with the Teardown: exit %d, want 1 and %q", r.code, "Error: failed to delete release: "+release)
+		}
+		if diff := cmp.Diff([]int{0}, codes); diff != "" {
+			t.Errorf("the pre-delete hook's attempts' exit codes (-want +got):\n%s", diff)
 		}
 		phase := e.waitPlanEnded(ctx)
 		e.settle(ctx)
@@ -118,12 +104,7 @@ func TestUninstallWithTeardown(t *testing.T) {
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
-		e := newEnv(ctx, t)
-		e.kubeconfig = userKubeconfig(t)
-		before := snapshot(ctx, t)
-		t.Cleanup(func() { removeAll(context.Background(), t, before) })
-		e.install(ctx, map[string]any{"extraDeploy": []any{plan()}})
-		e.waitArmed(ctx)
+		e, before := installWithPlan(ctx, t)
 
 		out, code, took := e.command(2*time.Minute, "kubectl", "delete", "ns", ns)
 		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, code, took.Round(time.Millisecond), out)
@@ -149,21 +130,23 @@ var deleteNamespaceWithTeardownLeftovers = []string{}
 // the release; left are the release record (uninstalling: helm's DELETEs
 // of the kept objects were refused, so it stopped before purging it), the
 // CRDs (helm never deletes crds/) and the namespace (--create-namespace).
-var helmUninstallWithTeardownLeftovers = []string{
-	"apiservices.apiregistration.k8s.io v1.k8s.cni.cncf.io",
-	"apiservices.apiregistration.k8s.io v1.sriovnetwork.openshift.io",
+var helmUninstallWithTeardownLeftovers = sorted(chartCRDs, []string{
 	"configmaps sriov-network-operator/kube-root-ca.crt",
-	"customresourcedefinitions.apiextensions.k8s.io network-attachment-definitions.k8s.cni.cncf.io",
-	"customresourcedefinitions.apiextensions.k8s.io ovsnetworks.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovibnetworks.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworknodepolicies.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworknodestates.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworkpoolconfigs.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworks.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovoperatorconfigs.sriovnetwork.openshift.io",
 	"namespaces sriov-network-operator",
 	"secrets sriov-network-operator/sh.helm.release.v1.sriov-network-operator.v1",
 	"serviceaccounts sriov-network-operator/default",
+})
+
+// installWithPlan installs the operator with the plan, as helm-user, and
+// returns once the plan is armed, with a snapshot of the cluster before.
+func installWithPlan(ctx context.Context, t *testing.T) (*env, map[string]object) {
+	e := newEnv(ctx, t)
+	e.kubeconfig = userKubeconfig(t)
+	before := snapshot(ctx, t)
+	t.Cleanup(func() { removeAll(context.Background(), t, before) })
+	e.install(ctx, map[string]any{"extraDeploy": []any{plan()}})
+	e.waitArmed(ctx)
+	return e, before
 }
 
 // waitArmed waits for the plan to be armed.

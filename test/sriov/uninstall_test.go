@@ -29,19 +29,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		t.Cleanup(func() { removeAll(ctx, t, before) })
 		e.install(ctx, nil)
 
-		type result struct {
-			out  string
-			code int
-			took time.Duration
-		}
-		done := make(chan result, 1)
-		go func() {
-			out, code, took := e.command(6*time.Minute, e.helm, "uninstall", release, "-n", ns)
-			done <- result{out, code, took}
-		}()
-		codes := e.playHook(ctx, e.waitJob(ctx, hookJob, time.Minute))
-		r := <-done
-		t.Logf("$ helm uninstall %s -n %s: exit %d in %s (the hook's attempts: exit %v)\n%s", release, ns, r.code, r.took.Round(time.Millisecond), codes, r.out)
+		r, codes := e.helmUninstall(ctx)
 		if r.code != 0 || !strings.Contains(r.out, `release "`+release+`" uninstalled`) {
 			t.Errorf("helm uninstall: exit %d, want 0 and release uninstalled", r.code)
 		}
@@ -74,7 +62,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		nadsLeft := slices.Contains(got, nads[0])
 		want := deleteNamespaceLeftovers
 		if nadsLeft {
-			want = slices.Sorted(slices.Values(append(slices.Clone(want), nads...)))
+			want = sorted(want, nads)
 		}
 		t.Logf("the NADs in the other namespaces left: %t", nadsLeft)
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -120,38 +108,26 @@ func (e *env) settle(ctx context.Context) {
 // keep the operator's finalizer, so neither their NADs in the other
 // namespaces, nor the webhook's and injector's cluster RBAC, nor the CRDs
 // (helm never deletes crds/), nor the namespace (--create-namespace).
-var helmUninstallLeftovers = []string{
-	"apiservices.apiregistration.k8s.io v1.k8s.cni.cncf.io",
-	"apiservices.apiregistration.k8s.io v1.sriovnetwork.openshift.io",
+var helmUninstallLeftovers = sorted(chartCRDs, []string{
 	"clusterrolebindings.rbac.authorization.k8s.io network-resources-injector-role-binding",
 	"clusterrolebindings.rbac.authorization.k8s.io operator-webhook-role-binding",
 	"clusterroles.rbac.authorization.k8s.io network-resources-injector",
 	"clusterroles.rbac.authorization.k8s.io operator-webhook",
 	"configmaps sriov-network-operator/kube-root-ca.crt",
-	"customresourcedefinitions.apiextensions.k8s.io network-attachment-definitions.k8s.cni.cncf.io",
-	"customresourcedefinitions.apiextensions.k8s.io ovsnetworks.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovibnetworks.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworknodepolicies.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworknodestates.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworkpoolconfigs.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovnetworks.sriovnetwork.openshift.io",
-	"customresourcedefinitions.apiextensions.k8s.io sriovoperatorconfigs.sriovnetwork.openshift.io",
 	"namespaces sriov-network-operator",
 	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-a/net-a",
 	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-b/net-b",
 	"serviceaccounts sriov-network-operator/default",
 	"sriovnetworks.sriovnetwork.openshift.io sriov-network-operator/net-a finalizers netattdef.finalizers.sriovnetwork.openshift.io",
 	"sriovnetworks.sriovnetwork.openshift.io sriov-network-operator/net-b finalizers netattdef.finalizers.sriovnetwork.openshift.io",
-}
+})
 
 // deleteNamespaceLeftovers is what `kubectl delete ns` leaves, besides
 // the NADs when they are (nads): SriovOperatorConfig/default keeps the
 // operator's finalizer, so the namespace stays Terminating; the operator's
 // webhook configurations, every cluster RBAC (the chart's and the
 // operator's) and the CRDs stay.
-var deleteNamespaceLeftovers = []string{
-	"apiservices.apiregistration.k8s.io v1.k8s.cni.cncf.io",
-	"apiservices.apiregistration.k8s.io v1.sriovnetwork.openshift.io",
+var deleteNamespaceLeftovers = sorted(chartCRDs, []string{
 	"clusterrolebindings.rbac.authorization.k8s.io network-resources-injector-role-binding",
 	"clusterrolebindings.rbac.authorization.k8s.io operator-webhook-role-binding",
 	"clusterrolebindings.rbac.authorization.k8s.io sriov-network-config-daemon",
@@ -160,6 +136,24 @@ var deleteNamespaceLeftovers = []string{
 	"clusterroles.rbac.authorization.k8s.io operator-webhook",
 	"clusterroles.rbac.authorization.k8s.io sriov-network-config-daemon",
 	"clusterroles.rbac.authorization.k8s.io sriov-network-operator",
+	"mutatingwebhookconfigurations.admissionregistration.k8s.io network-resources-injector-config",
+	"mutatingwebhookconfigurations.admissionregistration.k8s.io sriov-operator-webhook-config",
+	"namespaces sriov-network-operator (being deleted)",
+	"sriovoperatorconfigs.sriovnetwork.openshift.io sriov-network-operator/default (being deleted) finalizers operatorconfig.finalizers.sriovnetwork.openshift.io",
+	"validatingwebhookconfigurations.admissionregistration.k8s.io sriov-operator-webhook-config",
+})
+
+// nads are the SriovNetworks' NADs, in the other namespaces.
+var nads = []string{
+	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-a/net-a",
+	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-b/net-b",
+}
+
+// chartCRDs are the chart's CRDs (helm never deletes crds/) and the
+// APIServices kube-apiserver made for their groups: left on every path.
+var chartCRDs = []string{
+	"apiservices.apiregistration.k8s.io v1.k8s.cni.cncf.io",
+	"apiservices.apiregistration.k8s.io v1.sriovnetwork.openshift.io",
 	"customresourcedefinitions.apiextensions.k8s.io network-attachment-definitions.k8s.cni.cncf.io",
 	"customresourcedefinitions.apiextensions.k8s.io ovsnetworks.sriovnetwork.openshift.io",
 	"customresourcedefinitions.apiextensions.k8s.io sriovibnetworks.sriovnetwork.openshift.io",
@@ -168,15 +162,9 @@ var deleteNamespaceLeftovers = []string{
 	"customresourcedefinitions.apiextensions.k8s.io sriovnetworkpoolconfigs.sriovnetwork.openshift.io",
 	"customresourcedefinitions.apiextensions.k8s.io sriovnetworks.sriovnetwork.openshift.io",
 	"customresourcedefinitions.apiextensions.k8s.io sriovoperatorconfigs.sriovnetwork.openshift.io",
-	"mutatingwebhookconfigurations.admissionregistration.k8s.io network-resources-injector-config",
-	"mutatingwebhookconfigurations.admissionregistration.k8s.io sriov-operator-webhook-config",
-	"namespaces sriov-network-operator (being deleted)",
-	"sriovoperatorconfigs.sriovnetwork.openshift.io sriov-network-operator/default (being deleted) finalizers operatorconfig.finalizers.sriovnetwork.openshift.io",
-	"validatingwebhookconfigurations.admissionregistration.k8s.io sriov-operator-webhook-config",
 }
 
-// nads are the SriovNetworks' NADs, in the other namespaces.
-var nads = []string{
-	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-a/net-a",
-	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-b/net-b",
+// sorted is the lists' strings, sorted, as leftovers returns them.
+func sorted(lists ...[]string) []string {
+	return slices.Sorted(slices.Values(slices.Concat(lists...)))
 }
