@@ -751,10 +751,14 @@ func removeAll(ctx context.Context, t *testing.T, before map[string]object) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		after := snapshot(ctx, t)
 		left := 0
-		for _, k := range leftovers(before, after) {
+		keys := leftovers(before, after)
+		// teardown's own objects first: while a plan exists, its
+		// controller puts its finalizers back.
+		slices.SortStableFunc(keys, func(a, b string) int { return removalRank(a) - removalRank(b) })
+		for _, k := range keys {
 			o := after[k]
 			if o.gvr.Resource == "namespaces" && slices.Contains(networkNamespaces, o.name) {
 				continue
@@ -839,9 +843,18 @@ func decodeBase64(data []byte) ([]byte, error) {
 }
 
 // quiet is c without printing the server's deprecation warnings (listing
-// every resource meets several).
+// every resource meets several) and without client-side throttling.
 func quiet(c *rest.Config) *rest.Config {
 	c = rest.CopyConfig(c)
 	c.WarningHandler = rest.NoWarnings{}
+	c.QPS, c.Burst = 200, 400 // a snapshot lists every resource
 	return c
+}
+
+// removalRank orders removeAll's deletions: teardown's objects first.
+func removalRank(key string) int {
+	if strings.Contains(key, ".teardown.dev ") {
+		return 0
+	}
+	return 1
 }
