@@ -743,7 +743,9 @@ func leftovers(before, after map[string]object) []string {
 }
 
 // removeAll deletes what after has that before had not, removing every
-// finalizer first, and waits until it is gone: the hand cleanup between two
+// finalizer and teardown's lien label first (the admin may change lien
+// markers; no one may delete an object that carries the label), and waits
+// until it is gone: the hand cleanup between two
 // scenarios, never part of what a scenario measures.
 func removeAll(ctx context.Context, t *testing.T, before map[string]object) {
 	t.Helper()
@@ -765,7 +767,7 @@ func removeAll(ctx context.Context, t *testing.T, before map[string]object) {
 			}
 			left++
 			r := dyn.Resource(o.gvr).Namespace(o.namespace)
-			_, _ = r.Patch(ctx, o.name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			_, _ = r.Patch(ctx, o.name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null,"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{})
 			_ = r.Delete(ctx, o.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 		}
 		return left == 0, nil
