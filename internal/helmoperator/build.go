@@ -5,7 +5,6 @@
 package helmoperator
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -18,12 +17,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/teardown-dev/teardown/internal/gobuild"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -104,43 +103,11 @@ func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (strin
 	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", tmp, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return "", err
-	}
 	started := time.Now()
 	fmt.Fprintf(progress, "helm-operator: building %s into %s (once; a cold build downloads and compiles helm and helm-operator-plugins: about 11 minutes on two cores)\n", SourceDir, root)
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("starting go build for %s: %w", SourceDir, err)
-	}
-	var compiled atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				fmt.Fprintf(progress, "helm-operator: building: %d packages compiled, %s elapsed\n", compiled.Load(), time.Since(started).Round(time.Second))
-			}
-		}
-	}()
-	var log bytes.Buffer
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if line := sc.Text(); strings.Contains(line, " ") {
-			log.WriteString(line + "\n")
-		} else { // `go build -v` names each package it compiles
-			compiled.Add(1)
-		}
-	}
-	err = cmd.Wait()
-	close(done)
-	if err != nil {
+	if err := gobuild.Run(cmd, "helm-operator", started, progress); err != nil {
 		_ = os.Remove(tmp)
-		return "", fmt.Errorf("building %s: %w\n%s", SourceDir, err, log.String())
+		return "", fmt.Errorf("building %s: %w", SourceDir, err)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("installing the helm operator: %w", err)

@@ -50,6 +50,14 @@ const TTL = time.Hour
 // and a Pod of that ReplicaSet, requests a token for the Pod's
 // ServiceAccount bound to the Pod, and returns the identity.
 func New(ctx context.Context, admin *rest.Config, namespace, name string) (*Identity, error) {
+	return NewOnNode(ctx, admin, namespace, name, "")
+}
+
+// NewOnNode is New with the Pod bound to node, as the scheduler would bind
+// it: the deletion of a Pod bound to a node is graceful (it keeps a
+// deletionTimestamp until its kubelet, or whoever plays it, deletes it
+// again with no grace period), while an unbound Pod goes at once.
+func NewOnNode(ctx context.Context, admin *rest.Config, namespace, name, node string) (*Identity, error) {
 	kube, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return nil, err
@@ -58,10 +66,42 @@ func New(ctx context.Context, admin *rest.Config, namespace, name string) (*Iden
 	if err != nil {
 		return nil, fmt.Errorf("reading deployment %s/%s: %w", namespace, name, err)
 	}
-	pod, err := podOf(ctx, kube, dep)
+	pod, err := podOf(ctx, kube, dep, node)
 	if err != nil {
 		return nil, err
 	}
+	return tokenFor(ctx, admin, kube, pod)
+}
+
+// NewForOwner creates, through admin, a Pod in namespace from tmpl whose
+// controller is owner, as the owner's controller would (a DaemonSet's or a
+// Job's: neither controller runs on the local control plane), requests a
+// token of its ServiceAccount bound to it, and returns the identity.
+func NewForOwner(ctx context.Context, admin *rest.Config, namespace string, owner metav1.OwnerReference, tmpl corev1.PodTemplateSpec) (*Identity, error) {
+	kube, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    owner.Name + "-",
+			Namespace:       namespace,
+			Labels:          tmpl.Labels,
+			Annotations:     tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{controllerRef(owner.APIVersion, owner.Kind, owner.Name, owner.UID)},
+		},
+		Spec: tmpl.Spec,
+	}
+	pod, err = kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating a pod of %s %s/%s: %w", owner.Kind, namespace, owner.Name, err)
+	}
+	return tokenFor(ctx, admin, kube, pod)
+}
+
+// tokenFor requests a token of pod's ServiceAccount bound to pod.
+func tokenFor(ctx context.Context, admin *rest.Config, kube kubernetes.Interface, pod *corev1.Pod) (*Identity, error) {
+	namespace := pod.Namespace
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -85,7 +125,7 @@ func New(ctx context.Context, admin *rest.Config, namespace, name string) (*Iden
 // podOf creates a ReplicaSet owned by dep and a Pod owned by that
 // ReplicaSet, both from dep's Pod template, as the deployment and
 // replicaset controllers would.
-func podOf(ctx context.Context, kube kubernetes.Interface, dep *appsv1.Deployment) (*corev1.Pod, error) {
+func podOf(ctx context.Context, kube kubernetes.Interface, dep *appsv1.Deployment, node string) (*corev1.Pod, error) {
 	tmpl := dep.Spec.Template
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
@@ -110,6 +150,7 @@ func podOf(ctx context.Context, kube kubernetes.Interface, dep *appsv1.Deploymen
 		},
 		Spec: tmpl.Spec,
 	}
+	pod.Spec.NodeName = node
 	pod, err = kube.CoreV1().Pods(dep.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating a pod of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)

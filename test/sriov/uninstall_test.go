@@ -1,0 +1,170 @@
+//go:build integration
+
+package sriov
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestUninstallWithoutTeardown is the honest baseline of issue 25: the real
+// sriov-network-operator v1.5.0, installed with its own chart by a real
+// helm, its operator and webhook server running as processes with their
+// Pods' tokens, two SriovNetworks with NADs in two other namespaces; then
+// each of a user's two ways to remove it, as typed, with no teardown
+// installed. Each asserts exactly what is left, and logs how long the
+// command took.
+func TestUninstallWithoutTeardown(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("helm uninstall", func(t *testing.T) {
+		e := newEnv(ctx, t)
+		before := snapshot(ctx, t)
+		t.Cleanup(func() { removeAll(ctx, t, before) })
+		e.install(ctx, nil)
+
+		r, codes := e.helmUninstall(ctx)
+		if r.code != 0 || !strings.Contains(r.out, `release "`+release+`" uninstalled`) {
+			t.Errorf("helm uninstall: exit %d, want 0 and release uninstalled", r.code)
+		}
+		if diff := cmp.Diff([]int{0}, codes); diff != "" {
+			t.Errorf("the pre-delete hook's attempts' exit codes (-want +got):\n%s", diff)
+		}
+		e.settle(ctx)
+		got := leftovers(before, snapshot(ctx, t))
+		if diff := cmp.Diff(helmUninstallLeftovers, got); diff != "" {
+			t.Errorf("left after helm uninstall (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("kubectl delete namespace", func(t *testing.T) {
+		e := newEnv(ctx, t)
+		before := snapshot(ctx, t)
+		t.Cleanup(func() { removeAll(ctx, t, before) })
+		e.install(ctx, nil)
+
+		out, code, took := e.command(2*time.Minute, "kubectl", "delete", "ns", ns)
+		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, code, took.Round(time.Millisecond), out)
+		e.settle(ctx)
+		got := leftovers(before, snapshot(ctx, t))
+		// The namespace controller deletes the SriovNetworks and the
+		// operator's Pod at about the same time: if the operator
+		// reconciles the SriovNetworks' deletion first, it deletes their
+		// NADs; if its SIGTERM comes first, it clears their finalizers on
+		// exit (pkg/utils/shutdown.go) and the NADs stay. Either way, the
+		// rest is the same.
+		nadsLeft := slices.Contains(got, nads[0])
+		want := deleteNamespaceLeftovers
+		if nadsLeft {
+			want = sorted(want, nads)
+		}
+		t.Logf("the NADs in the other namespaces left: %t", nadsLeft)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("left after kubectl delete ns (-want +got):\n%s", diff)
+		}
+		// What the operator's exit left of its webhooks (it sets them to
+		// Ignore on exit when it still may).
+		if vwc, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "sriov-operator-webhook-config", metav1.GetOptions{}); err == nil {
+			t.Logf("validatingwebhookconfiguration sriov-operator-webhook-config: failurePolicy %s", *vwc.Webhooks[0].FailurePolicy)
+		}
+		nsObj, err := e.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err == nil {
+			for _, c := range nsObj.Status.Conditions {
+				t.Logf("namespace %s: %s=%s %s", ns, c.Type, c.Status, c.Message)
+			}
+		}
+	})
+}
+
+// settle waits until the operator and its webhook server have stopped or
+// had ten seconds to act after the command: what is left is then what
+// stays.
+func (e *env) settle(ctx context.Context) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && (e.operator.running() || e.webhook.running()) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(5 * time.Second) // garbage collection of what was owned
+	e.t.Logf("operator running: %t, webhook server running: %t", e.operator.running(), e.webhook.running())
+	var shutdown []string
+	for l := range strings.Lines(e.operator.log()) {
+		if strings.Contains(l, "utils/shutdown.go") {
+			shutdown = append(shutdown, l)
+		}
+	}
+	e.t.Logf("what the operator did on exit (pkg/utils/shutdown.go):\n%s", strings.Join(shutdown, ""))
+}
+
+// helmUninstallLeftovers is what `helm uninstall` leaves. The hook deleted
+// SriovOperatorConfig/default and the operator, still running, deleted its
+// webhook configurations and (ownerReferences) its DaemonSets, Services and
+// ServiceAccounts; nothing deletes the SriovNetworks (the user's), which
+// keep the operator's finalizer, so neither their NADs in the other
+// namespaces, nor the webhook's and injector's cluster RBAC, nor the CRDs
+// (helm never deletes crds/), nor the namespace (--create-namespace).
+var helmUninstallLeftovers = sorted(chartCRDs, []string{
+	"clusterrolebindings.rbac.authorization.k8s.io network-resources-injector-role-binding",
+	"clusterrolebindings.rbac.authorization.k8s.io operator-webhook-role-binding",
+	"clusterroles.rbac.authorization.k8s.io network-resources-injector",
+	"clusterroles.rbac.authorization.k8s.io operator-webhook",
+	"configmaps sriov-network-operator/kube-root-ca.crt",
+	"namespaces sriov-network-operator",
+	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-a/net-a",
+	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-b/net-b",
+	"serviceaccounts sriov-network-operator/default",
+	"sriovnetworks.sriovnetwork.openshift.io sriov-network-operator/net-a finalizers netattdef.finalizers.sriovnetwork.openshift.io",
+	"sriovnetworks.sriovnetwork.openshift.io sriov-network-operator/net-b finalizers netattdef.finalizers.sriovnetwork.openshift.io",
+})
+
+// deleteNamespaceLeftovers is what `kubectl delete ns` leaves, besides
+// the NADs when they are (nads): SriovOperatorConfig/default keeps the
+// operator's finalizer, so the namespace stays Terminating; the operator's
+// webhook configurations, every cluster RBAC (the chart's and the
+// operator's) and the CRDs stay.
+var deleteNamespaceLeftovers = sorted(chartCRDs, []string{
+	"clusterrolebindings.rbac.authorization.k8s.io network-resources-injector-role-binding",
+	"clusterrolebindings.rbac.authorization.k8s.io operator-webhook-role-binding",
+	"clusterrolebindings.rbac.authorization.k8s.io sriov-network-config-daemon",
+	"clusterrolebindings.rbac.authorization.k8s.io sriov-network-operator",
+	"clusterroles.rbac.authorization.k8s.io network-resources-injector",
+	"clusterroles.rbac.authorization.k8s.io operator-webhook",
+	"clusterroles.rbac.authorization.k8s.io sriov-network-config-daemon",
+	"clusterroles.rbac.authorization.k8s.io sriov-network-operator",
+	"mutatingwebhookconfigurations.admissionregistration.k8s.io network-resources-injector-config",
+	"mutatingwebhookconfigurations.admissionregistration.k8s.io sriov-operator-webhook-config",
+	"namespaces sriov-network-operator (being deleted)",
+	"sriovoperatorconfigs.sriovnetwork.openshift.io sriov-network-operator/default (being deleted) finalizers operatorconfig.finalizers.sriovnetwork.openshift.io",
+	"validatingwebhookconfigurations.admissionregistration.k8s.io sriov-operator-webhook-config",
+})
+
+// nads are the SriovNetworks' NADs, in the other namespaces.
+var nads = []string{
+	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-a/net-a",
+	"network-attachment-definitions.k8s.cni.cncf.io sriov-net-b/net-b",
+}
+
+// chartCRDs are the chart's CRDs (helm never deletes crds/) and the
+// APIServices kube-apiserver made for their groups: left on every path.
+var chartCRDs = []string{
+	"apiservices.apiregistration.k8s.io v1.k8s.cni.cncf.io",
+	"apiservices.apiregistration.k8s.io v1.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io network-attachment-definitions.k8s.cni.cncf.io",
+	"customresourcedefinitions.apiextensions.k8s.io ovsnetworks.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io sriovibnetworks.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io sriovnetworknodepolicies.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io sriovnetworknodestates.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io sriovnetworkpoolconfigs.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io sriovnetworks.sriovnetwork.openshift.io",
+	"customresourcedefinitions.apiextensions.k8s.io sriovoperatorconfigs.sriovnetwork.openshift.io",
+}
+
+// sorted is the lists' strings, sorted, as leftovers returns them.
+func sorted(lists ...[]string) []string {
+	return slices.Sorted(slices.Values(slices.Concat(lists...)))
+}
