@@ -332,46 +332,12 @@ func (u buildUnit) build(ctx context.Context, v Version, root, bin string, progr
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	var log bytes.Buffer
-	cmd.Stdout = &log
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting go build for %s: %w", u.what, err)
-	}
-
-	var compiled atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				fmt.Fprintf(progress, "localcluster: building %s: %s, %s elapsed\n",
-					u.what, packagesLine(compiled.Load(), total), time.Since(started).Round(time.Second))
-			}
-		}
-	}()
 	fmt.Fprintf(progress, "localcluster: building %s\n", u.what)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, " ") { // `go build -v` names each package it compiles
-			compiled.Add(1)
-			continue
-		}
-		log.WriteString(line + "\n")
-	}
-	err = cmd.Wait()
-	close(done)
-	if err != nil {
-		return fmt.Errorf("building %s: %w\n%s", u.what, err, tail(log.String(), 40))
+	if err := GoBuild(cmd, progress, func(compiled int64) string {
+		return fmt.Sprintf("localcluster: building %s: %s, %s elapsed", u.what, packagesLine(compiled, total), time.Since(started).Round(time.Second))
+	}); err != nil {
+		return fmt.Errorf("building %s: %w", u.what, err)
 	}
 	for _, out := range u.outputs {
 		if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -382,6 +348,54 @@ func (u buildUnit) build(ctx context.Context, v Version, root, bin string, progr
 		}
 	}
 	fmt.Fprintf(progress, "localcluster: built %s in %s\n", u.what, time.Since(started).Round(time.Second))
+	return nil
+}
+
+// GoBuild runs cmd, a `go build -v` command, printing line(n) to progress
+// every 20 s, n the packages compiled so far (`go build -v` names each on
+// its own line). A failed build's error carries the end of what go printed
+// besides package names. The control plane's build and the builds of the
+// project's other tools (the Helm operator, sriov-network-operator) share
+// it, as they share LockFile.
+func GoBuild(cmd *exec.Cmd, progress io.Writer, line func(compiled int64) string) error {
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	// Stdout into the same pipe: a buffer of its own, filled by exec's
+	// copying goroutine while the scanner writes too, lost what go printed.
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting go build: %w", err)
+	}
+	var compiled atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				fmt.Fprintln(progress, line(compiled.Load()))
+			}
+		}
+	}()
+	var log bytes.Buffer
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if l := sc.Text(); strings.Contains(l, " ") {
+			log.WriteString(l + "\n")
+		} else {
+			compiled.Add(1)
+		}
+	}
+	err = cmd.Wait()
+	close(done)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, tail(log.String(), 40))
+	}
 	return nil
 }
 

@@ -2,7 +2,10 @@ package localcluster
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -218,5 +221,31 @@ func TestTail(t *testing.T) {
 	}
 	if got := tail("a", 5); got != "a" {
 		t.Errorf("tail = %q", got)
+	}
+}
+
+// GoBuild builds and reports what go printed besides package names when
+// the build fails.
+func TestGoBuild(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/hello\n\ngo 1.26\n")
+	write("main.go", "package main\n\nfunc main() {}\n")
+	build := func() error {
+		cmd := exec.Command("go", "build", "-v", "-o", filepath.Join(dir, "hello"), ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+		return GoBuild(cmd, io.Discard, func(n int64) string { return fmt.Sprint(n) })
+	}
+	if err := build(); err != nil {
+		t.Fatalf("building a module that compiles: %v", err)
+	}
+	write("main.go", "package main\n\nfunc main() { undefinedThing() }\n")
+	if err := build(); err == nil || !strings.Contains(err.Error(), "undefined: undefinedThing") {
+		t.Errorf("building a module that does not compile: %v, want go's message", err)
 	}
 }

@@ -22,7 +22,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/teardown-dev/teardown/internal/gobuild"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -105,7 +104,9 @@ func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (strin
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	started := time.Now()
 	fmt.Fprintf(progress, "helm-operator: building %s into %s (once; a cold build downloads and compiles helm and helm-operator-plugins: about 11 minutes on two cores)\n", SourceDir, root)
-	if err := gobuild.Run(cmd, "helm-operator", started, progress); err != nil {
+	if err := localcluster.GoBuild(cmd, progress, func(n int64) string {
+		return fmt.Sprintf("helm-operator: building: %d packages compiled, %s elapsed", n, time.Since(started).Round(time.Second))
+	}); err != nil {
 		_ = os.Remove(tmp)
 		return "", fmt.Errorf("building %s: %w", SourceDir, err)
 	}

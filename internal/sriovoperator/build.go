@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/teardown-dev/teardown/internal/gobuild"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -158,7 +157,9 @@ func goBuild(ctx context.Context, src, dir string, started time.Time, progress i
 	cmd.Dir = src
 	// Its own go.mod and go.sum, as released: never our workspace or flags.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	if err := gobuild.Run(cmd, "sriov-network-operator", started, progress); err != nil {
+	if err := localcluster.GoBuild(cmd, progress, func(n int64) string {
+		return fmt.Sprintf("sriov-network-operator: building: %d packages compiled, %s elapsed", n, time.Since(started).Round(time.Second))
+	}); err != nil {
 		return fmt.Errorf("building %s@%s: %w", Module, Version, err)
 	}
 	return nil
