@@ -160,3 +160,37 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// ServiceCertificate returns a self-signed serving certificate and its key
+// (PEM) for Service name in namespace: valid for NAME.NAMESPACE.svc and
+// NAME.NAMESPACE.svc.cluster.local, the names kube-apiserver checks when it
+// calls a webhook, a conversion webhook or an APIService through the
+// Service. The certificate is its own CA, so it is the caBundle too. For a
+// local server registered with ServeService.
+func ServiceCertificate(namespace, name string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	host := name + "." + namespace + ".svc"
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: host},
+		DNSNames:              []string{host, host + ".cluster.local"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("issuing a certificate for Service %s/%s: %w", namespace, name, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}

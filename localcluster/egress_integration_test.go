@@ -4,15 +4,8 @@ package localcluster_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -72,43 +65,29 @@ func runWebhookServer(dir string) int {
 }
 
 // startWebhookServer runs the webhook server as a process of its own, with
-// a certificate for dnsName, and returns its address and CA bundle.
-func startWebhookServer(t *testing.T, dnsName string) (cmd *exec.Cmd, addr string, caBundle []byte) {
+// the certificate of Service name in ns, and returns its address and CA
+// bundle.
+func startWebhookServer(t *testing.T, ns, name string) (cmd *exec.Cmd, addr string, caBundle []byte) {
 	t.Helper()
 	dir := t.TempDir()
-	caBundle = writeServingPair(t, dir, dnsName)
+	caBundle = writeServingPair(t, dir, ns, name)
 	cmd, addr = startChild(t, webhookEnv+"="+dir, "the webhook server")
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, addr, caBundle
 }
 
-// writeServingPair writes tls.crt and tls.key into dir: a self-signed
-// certificate for dnsName, which is also the CA bundle it returns (PEM).
-func writeServingPair(t *testing.T, dir, dnsName string) []byte {
+// writeServingPair writes tls.crt and tls.key into dir, the certificate
+// of Service name in ns, and returns its CA bundle (the certificate).
+func writeServingPair(t *testing.T, dir, ns, name string) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, key, err := localcluster.ServiceCertificate(ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cert
@@ -183,7 +162,7 @@ func TestServiceBackedWebhookIsServedOnlyFromLoopback(t *testing.T) {
 	cs, _ := clients(t)
 	ns := namespace(t, cs)
 	service(t, cs, ns, "guard")
-	webhook, addr, caBundle := startWebhookServer(t, "guard."+ns+".svc")
+	webhook, addr, caBundle := startWebhookServer(t, ns, "guard")
 	path := "/validate"
 	failClosedWebhook(t, cs, "guard-"+ns, ns, admissionregv1.WebhookClientConfig{
 		Service:  &admissionregv1.ServiceReference{Namespace: ns, Name: "guard", Path: &path},

@@ -5,17 +5,10 @@ package sriov
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -808,36 +801,16 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// serviceCert is a self-signed certificate for Service name in ns (its CA
-// is itself), as the chart's custom certificate values take it.
+// serviceCert is the certificate of Service name in ns
+// (localcluster.ServiceCertificate: self-signed, its CA is itself), as the
+// chart's custom certificate values take it.
 func serviceCert(t *testing.T, name string) map[string]string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	crt, key, err := localcluster.ServiceCertificate(ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := name + "." + ns + ".svc"
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: host},
-		DNSNames:              []string{host, host + ".cluster.local"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return map[string]string{"caCrt": crt, "tlsCrt": crt, "tlsKey": string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))}
+	return map[string]string{"caCrt": string(crt), "tlsCrt": string(crt), "tlsKey": string(key)}
 }
 
 func decodeBase64(data []byte) ([]byte, error) {
