@@ -135,16 +135,30 @@ func (s ServedService) String() string { return s.key() + " -> " + s.Addr }
 // --serve-service` takes it.
 func ParseServedService(s string) (ServedService, error) {
 	svc, addr, ok := strings.Cut(s, "=")
-	ns, rest, ok2 := strings.Cut(svc, "/")
-	name, port, ok3 := strings.Cut(rest, ":")
-	if !ok || !ok2 || !ok3 || ns == "" || name == "" {
+	if !ok {
 		return ServedService{}, fmt.Errorf("%q: want NAMESPACE/NAME:PORT=ADDR, such as webhooks/guard:443=127.0.0.1:9443", s)
+	}
+	out, err := ParseServicePort(svc)
+	if err != nil {
+		return ServedService{}, fmt.Errorf("%q: want NAMESPACE/NAME:PORT=ADDR, such as webhooks/guard:443=127.0.0.1:9443: %w", s, err)
+	}
+	out.Addr = addr
+	return out, nil
+}
+
+// ParseServicePort reads NAMESPACE/NAME:PORT, a Service's port (Addr
+// empty), as `teardown local unserve` takes it.
+func ParseServicePort(s string) (ServedService, error) {
+	ns, rest, ok := strings.Cut(s, "/")
+	name, port, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || ns == "" || name == "" {
+		return ServedService{}, fmt.Errorf("%q is not NAMESPACE/NAME:PORT", s)
 	}
 	p, err := strconv.ParseInt(port, 10, 32)
 	if err != nil {
-		return ServedService{}, fmt.Errorf("%q: port %q is not a number", s, port)
+		return ServedService{}, fmt.Errorf("port %q is not a number", port)
 	}
-	return ServedService{Namespace: ns, Name: name, Port: int32(p), Addr: addr}, nil
+	return ServedService{Namespace: ns, Name: name, Port: int32(p)}, nil
 }
 
 func (s ServedService) validate() error {

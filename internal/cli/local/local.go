@@ -279,9 +279,9 @@ func (o *Options) serve(args []string, out io.Writer) error {
 func (o *Options) unserve(args []string, errOut io.Writer) error {
 	var gone []localcluster.ServedService
 	for _, a := range args {
-		s, err := localcluster.ParseServedService(a + "=")
+		s, err := localcluster.ParseServicePort(a)
 		if err != nil {
-			return &cmdutil.UsageError{Err: fmt.Errorf("%q: want NAMESPACE/NAME:PORT", a)}
+			return &cmdutil.UsageError{Err: err}
 		}
 		gone = append(gone, s)
 	}
