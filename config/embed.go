@@ -27,6 +27,7 @@ var Files = []string{
 	"policy/lien-rights.yaml",
 	"policy/owner-links.yaml",
 	"policy/teardown-foreground.yaml",
+	"policy/teardown-namespace.yaml",
 	"policy/teardown-rights.yaml",
 	"policy/controller-grants.yaml",
 }

@@ -19,6 +19,21 @@ const TeardownFinalizer = "teardown.dev/teardown"
 // objects alone by label, and no other DELETE evaluates it.
 const TriggerLabel = "teardown.dev/trigger"
 
+// NamespaceHoldLabel ("true") marks a namespace holding the trigger of a
+// plan that has not finished (armed, running or failed): while it is being
+// deleted, the policy teardown-namespace-waits refuses the namespace
+// controller's DELETEs there, so that the plan runs first with its
+// operator, Services, identity and custom resources in place, and the
+// namespace is emptied once the plan let it go. The controller keeps the
+// label (and NamespacePlansAnnotation) and removes it once no plan there is
+// left to run.
+const NamespaceHoldLabel = "teardown.dev/deletion-waits-for-plans"
+
+// NamespacePlansAnnotation on a namespace carrying NamespaceHoldLabel names
+// the Teardowns its deletion waits for, comma-separated, for the policy's
+// refusal message.
+const NamespacePlansAnnotation = "teardown.dev/plans"
+
 // TriggerFinalizerPrefix starts the finalizer each plan holds on its
 // trigger (TriggerFinalizer).
 const TriggerFinalizerPrefix = "teardown.dev/teardown-"

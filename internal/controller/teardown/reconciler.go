@@ -104,6 +104,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerField, indexTrigger); err != nil {
 		return fmt.Errorf("indexing teardowns by trigger: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerNamespaceField, indexTriggerNamespace); err != nil {
+		return fmt.Errorf("indexing teardowns by the namespace of their trigger: %w", err)
+	}
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
 		return err
@@ -117,6 +120,11 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Options:  o.withDefaults(),
 	}
 	r.triggers = o.Cache.NewSource(mgr.GetRESTMapper(), r.teardownsOfTrigger)
+	// Namespaces, all in one watch: a namespace being deleted starts the
+	// plans on triggers in it (namespace.go).
+	if err := r.triggers.Keep(metacache.Selection{GVK: corev1.SchemeGroupVersion.WithKind("Namespace")}); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	for _, src := range rights.OnGrant(mgr.GetCache(), r.missingPermission) {
 		b = b.WatchesRawSource(src)
@@ -268,7 +276,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) 
 		return reconcile.Result{}, err
 	case trigger == nil:
 		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonTriggerMissing, fmt.Sprintf("the trigger %s does not exist", triggerName(t)))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.syncNamespace(ctx, t)
 	case !trigger.DeletionTimestamp.IsZero():
 		return r.start(ctx, t, fmt.Sprintf("the trigger %s is being deleted", triggerName(t))), nil
 	}
@@ -279,7 +287,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) 
 		}
 		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan,
 			fmt.Sprintf("spec.keepUntilDone[%d] keeps the trigger %s: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already: remove it from keepUntilDone", i, triggerName(t)))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.syncNamespace(ctx, t)
 	}
 	if patch := client.MergeFromWithOptions(trigger.DeepCopy(), client.MergeFromWithOptimisticLock{}); teardown.Hold(trigger, t.Name) {
 		if err := r.Client.Patch(ctx, trigger, patch); err != nil {
@@ -287,7 +295,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) 
 		}
 	}
 	t.Status.TriggerUID = string(trigger.UID)
-	return reconcile.Result{}, r.arm(ctx, t, fmt.Sprintf("runs when %s is deleted", triggerName(t)))
+	how := fmt.Sprintf("runs when %s is deleted", triggerName(t))
+	if t.Spec.Trigger.Namespace != "" {
+		how += ", or its namespace"
+	}
+	if err := r.arm(ctx, t, how); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.syncNamespace(ctx, t); err != nil {
+		return reconcile.Result{}, err
+	}
+	if deleting, err := r.namespaceDeleting(ctx, t); err != nil || !deleting || !holdsNamespace(t) {
+		return reconcile.Result{}, err
+	}
+	// The namespace controller's DELETEs there are refused until the plan
+	// finished: the trigger's deletion would never come.
+	return r.start(ctx, t, fmt.Sprintf("the namespace %s of the trigger %s is being deleted (its content waits for the plan)", t.Spec.Trigger.Namespace, triggerName(t))), nil
 }
 
 // reconcileDelete handles a Teardown being deleted: without a trigger its
@@ -488,6 +511,10 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 			return reconcile.Result{}, err
 		}
 		t.Status.Phase = v1alpha1.PhaseSucceeded
+		if err := r.syncNamespace(ctx, t); err != nil {
+			t.Status.Phase = v1alpha1.PhaseRunning
+			return reconcile.Result{}, err
+		}
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("every step finished (%d)", len(t.Spec.Steps)))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger released, what keepUntilDone kept deleted")
 		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: drop the finalizer at once
@@ -574,6 +601,12 @@ func (r *Reconciler) disarm(ctx context.Context, t *v1alpha1.Teardown, deleteKep
 		}
 	}
 	if err := r.releaseTrigger(ctx, t); err != nil {
+		return reconcile.Result{}, err
+	}
+	// Let go: the namespace's deletion no longer waits for this plan.
+	released := t.DeepCopy()
+	released.Status.Phase = v1alpha1.PhaseSucceeded
+	if err := r.syncNamespace(ctx, released); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.dropOwnFinalizer(ctx, t)
@@ -683,12 +716,15 @@ func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1
 // teardownsOfTrigger is which Teardowns look again when o, an object of
 // kind gvk some Teardown names as its trigger, changes.
 func (r *Reconciler) teardownsOfTrigger(ctx context.Context, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) []reconcile.Request {
+	var reqs []reconcile.Request
+	if gvk == corev1.SchemeGroupVersion.WithKind("Namespace") {
+		reqs = r.teardownsInNamespace(ctx, o.GetName())
+	}
 	l, err := r.teardownsOf(ctx, gvk.GroupVersion().String(), gvk.Kind, o.GetNamespace(), o.GetName())
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "finding the teardowns of a trigger")
-		return nil
+		return reqs
 	}
-	reqs := make([]reconcile.Request, 0, len(l))
 	for _, t := range l {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: t.Name}})
 	}
