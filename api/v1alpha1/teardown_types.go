@@ -103,6 +103,13 @@ const (
 	// state: "StepSucceeded", "StepFailed", "StepTimedOut".
 	ReasonStarted = "Started"
 	ReasonResumed = "Resumed"
+	// ReasonHelmUninstallFinished is the event of a plan that finished
+	// what `helm uninstall` of its release left (the release's records,
+	// uninstalling, or the Teardown itself when the release's namespace
+	// was deleted); ReasonHelmUninstallLeft says what of the release
+	// remains, so that its records stay to Helm.
+	ReasonHelmUninstallFinished = "HelmUninstallFinished"
+	ReasonHelmUninstallLeft     = "HelmUninstallLeft"
 )
 
 // TeardownPhase is where a plan stands.

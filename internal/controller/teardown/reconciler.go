@@ -262,7 +262,10 @@ func (r *Reconciler) patchMeta(ctx context.Context, t *v1alpha1.Teardown, change
 // finished one waits for a person.
 func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
 	switch t.Status.Phase {
-	case v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed:
+	case v1alpha1.PhaseSucceeded:
+		_, err := r.goWithTheRelease(ctx, t)
+		return reconcile.Result{}, err // else terminal: a person deletes it
+	case v1alpha1.PhaseFailed:
 		return reconcile.Result{}, nil // terminal: a person resumes, gives up or deletes it
 	case v1alpha1.PhaseRunning:
 		return r.run(ctx, t)
@@ -320,6 +323,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, t *v1alpha1.Teardown) 
 func (r *Reconciler) reconcileDelete(ctx context.Context, t *v1alpha1.Teardown) (reconcile.Result, error) {
 	switch t.Status.Phase {
 	case v1alpha1.PhaseSucceeded:
+		switch again, err := r.finishHelmUninstall(ctx, t); {
+		case err != nil:
+			return reconcile.Result{}, err
+		case again:
+			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+		}
 		return reconcile.Result{}, r.dropOwnFinalizer(ctx, t)
 	case v1alpha1.PhaseFailed:
 		if deletedBeforeFailed(t) {
@@ -773,8 +782,8 @@ func failedMessage(t *v1alpha1.Teardown) string {
 	if !t.DeletionTimestamp.IsZero() && t.Spec.Trigger != nil {
 		giveUp = "remove the finalizer from " + kept + " (this Teardown is being deleted already)"
 	}
-	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `teardown run -f PLAN.yaml --from-step %s` (or annotate this Teardown %s=%s); to give up, %s",
-		st.Name, st.Message, kept, finalizer, st.Name, v1alpha1.RunFromStepAnnotation, st.Name, giveUp)
+	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `kubectl annotate teardowns %s %s=%s`; to give up, %s",
+		st.Name, st.Message, kept, finalizer, t.Name, v1alpha1.RunFromStepAnnotation, st.Name, giveUp)
 }
 
 func stepOf(t *v1alpha1.Teardown, name string) v1alpha1.StepStatus {

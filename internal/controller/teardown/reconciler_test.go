@@ -4,6 +4,7 @@ package teardown_test
 
 import (
 	"context"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestSriovUninstall: the operator's Deployment is the trigger; it made
@@ -218,8 +220,9 @@ func TestTimeoutFailThenResume(t *testing.T) {
 		t.Errorf("step 1: state %s pending %v, want Failed naming the widget", st.State, st.Pending)
 	}
 	c := apimeta.FindStatusCondition(td.Status.Conditions, v1alpha1.ConditionRunning)
-	if c == nil || c.Reason != v1alpha1.ReasonFailed || !strings.Contains(c.Message, "Widget "+ns+"/forever") || !strings.Contains(c.Message, "--from-step delete-widgets") {
-		t.Errorf("Running condition should name the pending widget and how to continue, got %+v", c)
+	advice := "`kubectl annotate teardowns " + plan.Name + " " + v1alpha1.RunFromStepAnnotation + "=delete-widgets`"
+	if c == nil || c.Reason != v1alpha1.ReasonFailed || !strings.Contains(c.Message, "Widget "+ns+"/forever") || !strings.Contains(c.Message, advice) {
+		t.Fatalf("Running condition should name the pending widget and how to continue (%s), got %+v", advice, c)
 	}
 	if td.Status.Steps[1].State != v1alpha1.StepPending {
 		t.Errorf("the step after the failed one ran: %s", td.Status.Steps[1].State)
@@ -241,14 +244,10 @@ func TestTimeoutFailThenResume(t *testing.T) {
 	if err := k.Update(ctx, fixed); err != nil {
 		t.Fatal(err)
 	}
-	resume := &v1alpha1.Teardown{}
-	if err := k.Get(ctx, client.ObjectKey{Name: plan.Name}, resume); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(resume.DeepCopy())
-	resume.SetAnnotations(map[string]string{v1alpha1.RunFromStepAnnotation: "delete-widgets"})
-	if err := k.Patch(ctx, resume, patch); err != nil {
-		t.Fatal(err)
+	// The advice, run as written (no plan file: a chart user has none).
+	args := strings.Fields(strings.Trim(advice, "`"))
+	if out, err := exec.CommandContext(ctx, args[0], append(args[1:], "--kubeconfig", testenv.Kubeconfig)...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", advice, err, out)
 	}
 	wantReady(t, waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, time.Minute), metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
 	for _, o := range []client.Object{dep, cm, w} {
