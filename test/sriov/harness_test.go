@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -172,7 +171,7 @@ func (e *env) command(timeout time.Duration, name string, args ...string) (strin
 // DaemonSet, the webhook server, served for the operator's webhook Service;
 // then creates two SriovNetworks whose NADs live in two other namespaces,
 // and returns once both NADs exist.
-func (e *env) install(ctx context.Context, extra map[string]any) {
+func (e *env) install(ctx context.Context, extraValues ...string) {
 	t := e.t
 	t.Helper()
 	values := map[string]any{
@@ -186,7 +185,6 @@ func (e *env) install(ctx context.Context, extra map[string]any) {
 		}},
 		"sriovOperatorConfig": map[string]any{"deploy": true},
 	}
-	maps.Copy(values, extra)
 	data, err := yaml.Marshal(values)
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +193,12 @@ func (e *env) install(ctx context.Context, extra map[string]any) {
 	if err := os.WriteFile(valuesFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, code, took := e.command(3*time.Minute, e.helm, "install", release, e.rel.Chart(), "-n", ns, "--create-namespace", "-f", valuesFile)
-	t.Logf("$ helm install %s %s -n %s --create-namespace -f values.yaml: exit %d in %s\n%s", release, sriovoperator.ChartDir, ns, code, took.Round(time.Millisecond), out)
+	args := []string{"install", release, e.rel.Chart(), "-n", ns, "--create-namespace", "-f", valuesFile}
+	for _, f := range extraValues {
+		args = append(args, "-f", f)
+	}
+	out, code, took := e.command(3*time.Minute, e.helm, args...)
+	t.Logf("$ helm install %s %s -n %s --create-namespace -f values.yaml %s: exit %d in %s\n%s", release, sriovoperator.ChartDir, ns, strings.Join(extraValues, " "), code, took.Round(time.Millisecond), out)
 	if code != 0 {
 		t.Fatalf("helm install: exit %d", code)
 	}

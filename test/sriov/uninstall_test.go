@@ -27,7 +27,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		e := newEnv(ctx, t)
 		before := snapshot(ctx, t)
 		t.Cleanup(func() { removeAll(ctx, t, before) })
-		e.install(ctx, nil)
+		e.install(ctx)
 
 		r, codes := e.helmUninstall(ctx)
 		if r.code != 0 || !strings.Contains(r.out, `release "`+release+`" uninstalled`) {
@@ -47,7 +47,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		e := newEnv(ctx, t)
 		before := snapshot(ctx, t)
 		t.Cleanup(func() { removeAll(ctx, t, before) })
-		e.install(ctx, nil)
+		e.install(ctx)
 
 		out, code, took := e.command(2*time.Minute, "kubectl", "delete", "ns", ns)
 		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, code, took.Round(time.Millisecond), out)
