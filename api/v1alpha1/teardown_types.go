@@ -109,6 +109,9 @@ const (
 	// was deleted); ReasonHelmUninstallLeft says what of the release
 	// remains, so that its records stay to Helm.
 	ReasonHelmUninstallFinished = "HelmUninstallFinished"
+	// ReasonFinalizersRemoved is the Warning event of a step that removed
+	// finalizers whose remover is gone (ifRemoverGone).
+	ReasonFinalizersRemoved = "FinalizersRemoved"
 	ReasonHelmUninstallLeft     = "HelmUninstallLeft"
 )
 
@@ -282,6 +285,7 @@ type WaitForAction struct {
 
 // TeardownStep is one step of a plan: exactly one action.
 // +kubebuilder:validation:XValidation:rule="[has(self.delete), has(self.inhibitWebhooks), has(self.waitFor)].filter(x, x).size() == 1",message="set exactly one action: delete, inhibitWebhooks or waitFor"
+// +kubebuilder:validation:XValidation:rule="!has(self.ifRemoverGone) || has(self.delete) || (has(self.waitFor) && !has(self.waitFor.condition))",message="ifRemoverGone: only a delete step, or a waitFor step without a condition, waits for finalizers"
 type TeardownStep struct {
 	// Name of the step, unique in the plan: `teardown run --from-step` and
 	// the status refer to it.
@@ -315,6 +319,40 @@ type TeardownStep struct {
 	// +optional
 	// +kubebuilder:default=Fail
 	OnTimeout OnTimeout `json:"onTimeout,omitempty"`
+	// IfRemoverGone removes named finalizers from the objects the step
+	// waits for once the workload that removes them is confirmed gone: a
+	// dead operator must not hang an uninstall for ever.
+	// +optional
+	IfRemoverGone *IfRemoverGone `json:"ifRemoverGone,omitempty"`
+}
+
+// IfRemoverGone says which finalizers a step removes, from the objects it
+// deleted and still waits for, once their remover is confirmed gone: its
+// workload does not exist, or has had no available replica, for After. The
+// finalizers' own work (what the remover does before removing them) does
+// not happen; each removal is an Event saying so. Finalizers Kubernetes
+// owns, and teardown's own, are refused.
+type IfRemoverGone struct {
+	// Remover is the workload that removes the finalizers: a Deployment,
+	// StatefulSet, ReplicaSet or DaemonSet (gone when it has no available
+	// replica), or any other object (gone when it does not exist).
+	// +required
+	Remover ObjectReference `json:"remover"`
+	// Finalizers to remove, exactly as the objects carry them.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=set
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.all(f, !(f in ['kubernetes', 'orphan', 'foregroundDeletion']) && !f.contains('kubernetes.io/') && !f.contains('k8s.io/') && !f.endsWith('.k8s.io') && !f.startsWith('teardown.dev/'))",message="finalizers: Kubernetes' own finalizers (kubernetes, orphan, foregroundDeletion, *kubernetes.io/*, *k8s.io/*, *.k8s.io) and teardown's (teardown.dev/*) are never removed: their remover is Kubernetes, or teardown itself"
+	Finalizers []string `json:"finalizers"`
+	// After is how long the remover must have been gone, as a Go duration;
+	// default 2m, between 10s and 24h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="after must be between 10s and 24h"
+	After *metav1.Duration `json:"after,omitempty"`
 }
 
 // TeardownSpec is an ordered uninstall plan.
@@ -383,6 +421,15 @@ type StepStatus struct {
 	// +optional
 	// +listType=atomic
 	UIDs []string `json:"uids,omitempty"`
+	// RemoverGoneSince is when the step first saw the remover of
+	// ifRemoverGone gone; cleared when it is back.
+	// +optional
+	RemoverGoneSince *metav1.Time `json:"removerGoneSince,omitempty"`
+	// FinalizersRemoved names the objects whose finalizers ifRemoverGone
+	// removed, "Kind namespace/name: finalizer", at most 20.
+	// +optional
+	// +listType=atomic
+	FinalizersRemoved []string `json:"finalizersRemoved,omitempty"`
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional

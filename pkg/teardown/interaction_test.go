@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +28,12 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 // them as kube-apiserver would.
 //
 //	plan            YAML TeardownSpec as input; prints ok or the errors
-//	create          one object per line: APIVERSION KIND [NS/]NAME [finalizers=a,b] [webhooks=h:Fail,...] [labels=k:v,...] [conditions=T:S,...] [custom]
+//	create          one object per line: APIVERSION KIND [NS/]NAME [finalizers=a,b] [webhooks=h:Fail,...] [labels=k:v,...] [conditions=T:S,...] [available=N] [custom]
 //	tick [+DUR]     advances the clock, then one planner tick
 //	run [+DUR]      ticks until the plan finished, failed or nothing changes
 //	delete KIND NS/NAME     deletes the object as someone else would
 //	finalize KIND NS/NAME   removes the object's finalizers (gone if deleting)
-//	set KIND NS/NAME conditions=T:S   changes the object
+//	set KIND NS/NAME conditions=T:S   changes the object (available=N too)
 //	resume STEP     ResumeFrom(STEP)
 //	status          prints every step's status
 //
@@ -134,6 +135,8 @@ type world struct {
 type fakeObject struct {
 	Object
 	labels map[string]string
+	// available replicas of a workload; nil: not a workload.
+	available *int64
 }
 
 func (w *world) do(t *testing.T, b block) string {
@@ -236,7 +239,20 @@ func (w *world) tick() string {
 	if i >= 0 {
 		observed = w.selected(w.spec.Steps[i])
 	}
-	r := Plan(&w.spec, w.status, observed, w.now)
+	obs := Observed{Objects: observed}
+	if i >= 0 && w.spec.Steps[i].IfRemoverGone != nil {
+		ref := w.spec.Steps[i].IfRemoverGone.Remover
+		obs.Remover = &Remover{}
+		for _, o := range w.objects {
+			if o.Kind == ref.Kind && o.Namespace == ref.Namespace && o.Name == ref.Name {
+				obs.Remover = &Remover{Exists: true, Workload: o.available != nil}
+				if o.available != nil {
+					obs.Remover.Available = *o.available
+				}
+			}
+		}
+	}
+	r := PlanObserved(&w.spec, w.status, obs, w.now)
 	w.status = r.Status
 	var out []string
 	if r.Step >= 0 {
@@ -259,8 +275,11 @@ func (w *world) tick() string {
 
 func stepLine(s v1alpha1.StepStatus) string {
 	line := fmt.Sprintf("step %s %s matched=%d deleted=%d remaining=%d", s.Name, s.State, s.Matched, s.Deleted, s.Remaining)
-	if s.State == v1alpha1.StepFailed || s.State == v1alpha1.StepTimedOut || strings.HasPrefix(s.Message, "skipped") {
+	if s.State == v1alpha1.StepFailed || s.State == v1alpha1.StepTimedOut || strings.HasPrefix(s.Message, "skipped") || strings.Contains(s.Message, "the remover ") {
 		line += ": " + s.Message
+	}
+	if len(s.FinalizersRemoved) > 0 {
+		line += "\n  finalizersRemoved: " + strings.Join(s.FinalizersRemoved, "; ")
 	}
 	return line
 }
@@ -283,6 +302,11 @@ func (w *world) apply(a Action) {
 				w.remove(o)
 			} else {
 				o.Deleting = true
+			}
+		case ActionRemoveFinalizers:
+			o.Finalizers = slices.DeleteFunc(o.Finalizers, func(f string) bool { return slices.Contains(a.Finalizers, f) })
+			if o.Deleting && len(o.Finalizers) == 0 {
+				w.remove(o)
 			}
 		}
 		return
@@ -356,6 +380,12 @@ func (w *world) setField(t *testing.T, o *fakeObject, kv string) {
 	switch k {
 	case "custom":
 		o.Custom = true
+	case "available":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("available=%s: %v", v, err)
+		}
+		o.available = &n
 	case "finalizers":
 		o.Finalizers = strings.Split(v, ",")
 	case "webhooks":

@@ -66,7 +66,39 @@ const (
 	// ActionDelete deletes Action.Object, with its UID and resourceVersion
 	// as preconditions.
 	ActionDelete ActionType = "delete"
+	// ActionRemoveFinalizers removes Action.Finalizers from Action.Object,
+	// with its resourceVersion as precondition: their remover is gone
+	// (ifRemoverGone).
+	ActionRemoveFinalizers ActionType = "remove-finalizers"
 )
+
+// Remover is what the executor read of a step's ifRemoverGone remover.
+type Remover struct {
+	// Exists: the object exists (being deleted or not).
+	Exists bool
+	// Workload: a kind with available replicas (Deployment, StatefulSet,
+	// ReplicaSet, DaemonSet); Available counts them.
+	Workload  bool
+	Available int64
+}
+
+// Gone reports whether the remover is gone, and how.
+func (r Remover) Gone() (bool, string) {
+	switch {
+	case !r.Exists:
+		return true, "does not exist"
+	case r.Workload && r.Available == 0:
+		return true, "has no available replica"
+	}
+	return false, ""
+}
+
+// Observed is what the executor read for one tick of a step: the objects
+// its selection matches, and its remover when it has ifRemoverGone.
+type Observed struct {
+	Objects []Object
+	Remover *Remover
+}
 
 // Action is one request the executor makes.
 type Action struct {
@@ -76,6 +108,9 @@ type Action struct {
 	Webhooks []string
 	// Propagation of the DELETE (ActionDelete).
 	Propagation v1alpha1.PropagationPolicy
+	// Finalizers to remove (ActionRemoveFinalizers), and Why.
+	Finalizers []string
+	Why        string
 }
 
 // String describes the action on one line.
@@ -83,6 +118,8 @@ func (a Action) String() string {
 	switch a.Type {
 	case ActionInhibit:
 		return fmt.Sprintf("inhibit %s webhooks=%s", a.Object, strings.Join(a.Webhooks, ","))
+	case ActionRemoveFinalizers:
+		return fmt.Sprintf("remove-finalizers %s finalizers=%s", a.Object, strings.Join(a.Finalizers, ","))
 	default:
 		return fmt.Sprintf("delete %s uid=%s propagation=%s", a.Object, a.Object.UID, a.Propagation)
 	}
@@ -125,6 +162,12 @@ func Current(spec *v1alpha1.TeardownSpec, status *v1alpha1.TeardownStatus) int {
 // an object already deleting and an inhibit of an inhibited webhook change
 // nothing.
 func Plan(spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, observed []Object, now time.Time) Result {
+	return PlanObserved(spec, status, Observed{Objects: observed}, now)
+}
+
+// PlanObserved is Plan with everything the executor read for the step,
+// its ifRemoverGone remover included.
+func PlanObserved(spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, observed Observed, now time.Time) Result {
 	status = *status.DeepCopy()
 	status.Steps = alignSteps(spec, status.Steps)
 	if status.StartedAt == nil {
@@ -146,7 +189,7 @@ func Plan(spec *v1alpha1.TeardownSpec, status v1alpha1.TeardownStatus, observed 
 		}
 		return Result{Step: -1, Status: status}
 	}
-	r := PlanStep(spec.Steps[i], status.Steps[i], observed, now)
+	r := planStep(spec.Steps[i], status.Steps[i], observed, now)
 	status.Steps[i] = r.Status
 	status.CurrentStep = spec.Steps[i].Name
 	status.Phase = v1alpha1.PhaseRunning
@@ -209,6 +252,11 @@ type StepResult struct {
 // PlanStep computes one tick of one step from its status and the live
 // objects its selection matches.
 func PlanStep(step v1alpha1.TeardownStep, st v1alpha1.StepStatus, observed []Object, now time.Time) StepResult {
+	return planStep(step, st, Observed{Objects: observed}, now)
+}
+
+func planStep(step v1alpha1.TeardownStep, st v1alpha1.StepStatus, obs Observed, now time.Time) StepResult {
+	observed := obs.Objects
 	st = *st.DeepCopy()
 	st.Name = step.Name
 	starting := st.State == "" || st.State == v1alpha1.StepPending
@@ -240,6 +288,9 @@ func PlanStep(step v1alpha1.TeardownStep, st v1alpha1.StepStatus, observed []Obj
 		return StepResult{Status: st}
 	}
 	st = r.Status
+	if g := step.IfRemoverGone; g != nil && !done {
+		r.Actions = append(r.Actions, ifRemoverGone(g, &st, obs.Remover, r.Waiting, now)...)
+	}
 	st.Remaining = int32(len(r.Waiting))
 	st.Pending = nil
 	for i, o := range r.Waiting {
@@ -269,6 +320,63 @@ func PlanStep(step v1alpha1.TeardownStep, st v1alpha1.StepStatus, observed []Obj
 	}
 	r.Status = st
 	return r
+}
+
+// ifRemoverGone removes g's finalizers from the objects the step waits
+// for, once g's remover has been gone for g.After: only from objects being
+// deleted (the step's DELETE went through), only the finalizers named. It
+// records since when the remover is gone in st, and what it removed.
+func ifRemoverGone(g *v1alpha1.IfRemoverGone, st *v1alpha1.StepStatus, rm *Remover, waiting []Object, now time.Time) []Action {
+	remover := g.Remover.Kind + " " + g.Remover.Name
+	if g.Remover.Namespace != "" {
+		remover = g.Remover.Kind + " " + g.Remover.Namespace + "/" + g.Remover.Name
+	}
+	gone, how := false, ""
+	if rm != nil {
+		gone, how = rm.Gone()
+	}
+	if !gone {
+		st.RemoverGoneSince = nil
+		return nil
+	}
+	if st.RemoverGoneSince == nil {
+		st.RemoverGoneSince = ptrTime(now)
+	}
+	after := 2 * time.Minute
+	if g.After != nil {
+		after = g.After.Duration
+	}
+	since := st.RemoverGoneSince.Time
+	if left := after - now.Sub(since); left > 0 {
+		st.Message += fmt.Sprintf("; the remover %s %s since %s: its finalizers %s are removed in %s", remover, how, since.UTC().Format(time.RFC3339), strings.Join(g.Finalizers, ", "), left.Round(time.Second))
+		return nil
+	}
+	why := fmt.Sprintf("the remover %s %s since %s (ifRemoverGone after %s)", remover, how, since.UTC().Format(time.RFC3339), after)
+	var actions []Action
+	for _, o := range waiting {
+		if !o.Deleting {
+			continue
+		}
+		var fs []string
+		for _, f := range o.Finalizers {
+			if slices.Contains(g.Finalizers, f) {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		actions = append(actions, Action{Type: ActionRemoveFinalizers, Object: o, Finalizers: fs, Why: why})
+		for _, f := range fs {
+			if entry := o.String() + ": " + f; len(st.FinalizersRemoved) < maxPending && !slices.Contains(st.FinalizersRemoved, entry) {
+				st.FinalizersRemoved = append(st.FinalizersRemoved, entry)
+			}
+		}
+	}
+	if len(actions) > 0 {
+		st.Message += "; " + why + ": removing its finalizers"
+	}
+	return actions
 }
 
 // planInhibit sets every webhook of the observed configurations to

@@ -121,8 +121,53 @@ func Validate(spec *v1alpha1.TeardownSpec) field.ErrorList {
 				}
 			}
 		}
+		if g := s.IfRemoverGone; g != nil {
+			errs = append(errs, validateIfRemoverGone(p.Child("ifRemoverGone"), s, g)...)
+		}
 	}
 	return errs
+}
+
+// validateIfRemoverGone is the CRD's rules on ifRemoverGone: a step that
+// waits for finalizers, a remover named, 1 to 8 finalizers none of which
+// Kubernetes or teardown owns, after between 10s and 24h.
+func validateIfRemoverGone(p *field.Path, s v1alpha1.TeardownStep, g *v1alpha1.IfRemoverGone) field.ErrorList {
+	var errs field.ErrorList
+	if s.Delete == nil && (s.WaitFor == nil || s.WaitFor.Condition != nil) {
+		errs = append(errs, field.Invalid(p, "", "ifRemoverGone: only a delete step, or a waitFor step without a condition, waits for finalizers"))
+	}
+	for f, v := range map[string]string{"apiVersion": g.Remover.APIVersion, "kind": g.Remover.Kind, "name": g.Remover.Name} {
+		if v == "" {
+			errs = append(errs, field.Required(p.Child("remover", f), ""))
+		}
+	}
+	switch n := len(g.Finalizers); {
+	case n == 0:
+		errs = append(errs, field.Required(p.Child("finalizers"), "name the finalizers to remove"))
+	case n > 8:
+		errs = append(errs, field.TooMany(p.Child("finalizers"), n, 8))
+	}
+	for i, f := range g.Finalizers {
+		if KubernetesOwned(f) || strings.HasPrefix(f, "teardown.dev/") {
+			errs = append(errs, field.Invalid(p.Child("finalizers").Index(i), f, "Kubernetes' own finalizers (kubernetes, orphan, foregroundDeletion, *kubernetes.io/*, *k8s.io/*, *.k8s.io) and teardown's (teardown.dev/*) are never removed: their remover is Kubernetes, or teardown itself"))
+		}
+	}
+	if g.After != nil && (g.After.Duration < 10*time.Second || g.After.Duration > 24*time.Hour) {
+		errs = append(errs, field.Invalid(p.Child("after"), g.After.Duration.String(), "after must be between 10s and 24h"))
+	}
+	return errs
+}
+
+// KubernetesOwned reports whether Kubernetes owns the finalizer f (its
+// remover is a Kubernetes component): kubernetes, orphan,
+// foregroundDeletion, any containing kubernetes.io/ or k8s.io/, and any
+// ending in .k8s.io (customresourcecleanup.apiextensions.k8s.io).
+func KubernetesOwned(f string) bool {
+	switch f {
+	case "kubernetes", metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents:
+		return true
+	}
+	return strings.Contains(f, "kubernetes.io/") || strings.Contains(f, "k8s.io/") || strings.HasSuffix(f, ".k8s.io")
 }
 
 func validateSelection(p *field.Path, s v1alpha1.Selection) field.ErrorList {

@@ -495,6 +495,13 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	t.Status = res.Status
+	for _, a := range res.Actions {
+		if a.Type == teardown.ActionRemoveFinalizers {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFinalizersRemoved, "Run",
+				"step %s removed the finalizer(s) %s from %s: %s; what they held back (their remover's cleanup) did not happen",
+				t.Spec.Steps[res.Step].Name, strings.Join(a.Finalizers, ", "), a.Object, a.Why)
+		}
+	}
 	for i, st := range t.Status.Steps {
 		if i < len(prev.Steps) && prev.Steps[i].State != st.State && st.State != v1alpha1.StepRunning {
 			observeStep(st)

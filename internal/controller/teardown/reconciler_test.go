@@ -335,6 +335,15 @@ func TestInvalidPlansRefused(t *testing.T) {
 			[]string{"spec.steps[0].delete", "set exactly one of name and selector"}},
 		{"bad step name", []v1alpha1.TeardownStep{{Name: "Not_A_Label", Delete: del}}, []string{"spec.steps[0].name"}},
 		{"bad onTimeout", []v1alpha1.TeardownStep{{Name: "a", Delete: del, OnTimeout: "Retry"}}, []string{"spec.steps[0].onTimeout", "Retry"}},
+		{"a Kubernetes finalizer removed", []v1alpha1.TeardownStep{{Name: "a", Delete: del, IfRemoverGone: &v1alpha1.IfRemoverGone{
+			Remover: v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "op"}, Finalizers: []string{"example.com/ok", "customresourcecleanup.apiextensions.k8s.io"}}}},
+			[]string{"spec.steps[0].ifRemoverGone.finalizers", "Kubernetes' own finalizers"}},
+		{"teardown's finalizer removed", []v1alpha1.TeardownStep{{Name: "a", Delete: del, IfRemoverGone: &v1alpha1.IfRemoverGone{
+			Remover: v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "op"}, Finalizers: []string{"teardown.dev/lien"}}}},
+			[]string{"spec.steps[0].ifRemoverGone.finalizers", "teardown's (teardown.dev/*)"}},
+		{"ifRemoverGone on a webhook step", []v1alpha1.TeardownStep{{Name: "a", InhibitWebhooks: &v1alpha1.InhibitWebhooksAction{Names: []string{"x"}}, IfRemoverGone: &v1alpha1.IfRemoverGone{
+			Remover: v1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "op"}, Finalizers: []string{"example.com/ok"}}}},
+			[]string{"spec.steps[0]", "ifRemoverGone: only a delete step"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := &v1alpha1.Teardown{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: v1alpha1.TeardownSpec{Steps: tc.steps}}

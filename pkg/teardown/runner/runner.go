@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -105,8 +106,48 @@ func (r *Runner) Tick(ctx context.Context, spec *v1alpha1.TeardownSpec, status v
 			return teardown.Result{Step: i, Status: status}, err
 		}
 	}
-	res := teardown.Plan(spec, status, observed, r.now())
+	obs := teardown.Observed{Objects: observed}
+	if i >= 0 && spec.Steps[i].IfRemoverGone != nil {
+		rm, err := r.remover(ctx, spec.Steps[i].IfRemoverGone.Remover)
+		if err != nil {
+			return teardown.Result{Step: i, Status: status}, err
+		}
+		obs.Remover = rm
+	}
+	res := teardown.PlanObserved(spec, status, obs, r.now())
 	return res, r.Do(ctx, res.Actions)
+}
+
+// remover reads, live, the remover of a step's ifRemoverGone: whether it
+// exists and, for a workload, how many replicas it has available. A kind
+// the cluster does not serve does not exist.
+func (r *Runner) remover(ctx context.Context, ref v1alpha1.ObjectReference) (*teardown.Remover, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("ifRemoverGone: remover apiVersion %q: %w", ref.APIVersion, err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return &teardown.Remover{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the remover %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	rm := &teardown.Remover{Exists: true}
+	if gv.Group == "apps" {
+		field := "availableReplicas"
+		if ref.Kind == "DaemonSet" {
+			field = "numberAvailable"
+		}
+		switch ref.Kind {
+		case "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet":
+			rm.Workload = true
+			rm.Available, _, _ = unstructured.NestedInt64(u.Object, "status", field)
+		}
+	}
+	return rm, nil
 }
 
 // Gather lists, live, the objects a step selects. A kind the cluster does
@@ -392,6 +433,8 @@ func (r *Runner) Do(ctx context.Context, actions []teardown.Action) error {
 			err = r.inhibit(ctx, a)
 		case teardown.ActionDelete:
 			err = r.delete(ctx, a)
+		case teardown.ActionRemoveFinalizers:
+			err = r.removeFinalizers(ctx, a)
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			continue // gone, or changed since read: the next tick reads again
@@ -419,6 +462,38 @@ func (r *Runner) delete(ctx context.Context, a teardown.Action) error {
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting %s: %w", o, r.refusal(err, "delete", obj.GroupVersionKind(), o.Namespace, o.Name))
+	}
+	return err
+}
+
+// removeFinalizers removes a.Finalizers from a.Object, as read: a JSON
+// patch that tests the resourceVersion first, so that an object changed
+// since is read again at the next tick.
+func (r *Runner) removeFinalizers(ctx context.Context, a teardown.Action) error {
+	o := a.Object
+	keep := []string{}
+	for _, f := range o.Finalizers {
+		if !slices.Contains(a.Finalizers, f) {
+			keep = append(keep, f)
+		}
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": o.ResourceVersion},
+		{"op": "replace", "path": "/metadata/finalizers", "value": keep},
+	})
+	if err != nil {
+		return err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+	obj.SetNamespace(o.Namespace)
+	obj.SetName(o.Name)
+	err = r.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+	if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test operation") {
+		return apierrors.NewConflict(schema.GroupResource{}, o.Name, err) // changed since read
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizers %s from %s: %w", strings.Join(a.Finalizers, ", "), o, r.refusal(err, "patch", obj.GroupVersionKind(), o.Namespace, o.Name))
 	}
 	return err
 }
