@@ -4,13 +4,16 @@ package security
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -170,3 +173,65 @@ var (
 	teardownsGR       = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "teardowns"}
 	teardownsStatusGR = schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "teardowns/status"}
 )
+
+// TestNamespaceRolesCannotHoldANamespacesDeletion: while a namespace
+// labelled teardown.dev/deletion-waits-for-plans is being deleted,
+// teardown-namespace-waits refuses the namespace controller's DELETEs in
+// it. Whoever could write the label could hold a namespace's deletion:
+// a namespace's admin and editor cannot (RBAC: Namespaces are not theirs
+// to update). And the policy refuses only the namespace controller: in a
+// namespace held so, an editor's own DELETE goes through.
+func TestNamespaceRolesCannotHoldANamespacesDeletion(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "held")
+	hold := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.NamespaceHoldLabel+`":"true"}}}`))
+	var editor client.Client
+	for _, role := range []string{"admin", "edit"} {
+		id := serviceAccount(t, ns, role, nil, role)
+		if role == "edit" {
+			editor = id
+		}
+		if err := id.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, hold, client.DryRunAll); !apierrors.IsForbidden(err) {
+			t.Errorf("a namespace %s labelling its namespace %s: %v, want Forbidden by RBAC", role, v1alpha1.NamespaceHoldLabel, err)
+		}
+	}
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}}
+	if err := admin.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, hold); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the namespace controller refused in the held namespace", func(ctx context.Context) (bool, error) {
+		n := &corev1.Namespace{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			return false, err
+		}
+		c := namespaceCondition(n, corev1.NamespaceDeletionContentFailure)
+		return c != nil && strings.Contains(c.Message, "teardown-namespace-waits"), nil
+	})
+	if err := editor.Delete(ctx, cm); err != nil {
+		t.Errorf("the editor deleting its ConfigMap in the held namespace: %v, want it deleted", err)
+	}
+	if err := admin.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.NamespaceHoldLabel+`":null}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the namespace gone once the label is", func(ctx context.Context) (bool, error) {
+		err := admin.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+func namespaceCondition(n *corev1.Namespace, typ corev1.NamespaceConditionType) *corev1.NamespaceCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == typ {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
