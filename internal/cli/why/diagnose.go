@@ -644,6 +644,7 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 	if len(facts) > 0 {
 		out = append(out, Finding{Kind: "Condition", Blocking: false, Title: "the namespace controller reports", Facts: facts})
 	}
+	out = append(out, namespaceWaitsFindings(f, deleting)...)
 
 	deletingNS := ""
 	if deleting {
@@ -696,6 +697,45 @@ func namespaceFindings(f *Facts, deleting bool, rel related) []Finding {
 		sort.Strings(l)
 		out = append(out, Finding{Kind: "Discovery", Blocking: deleting, Title: "some resources could not be listed; content there is unknown", Facts: []Fact{{"failed", strings.Join(l, "; ")}},
 			Advice: []string{"the namespace controller cannot delete what it cannot list either: the error says why (a failing server, or a right teardown lacks)"}})
+	}
+	return out
+}
+
+// namespaceWaitsFindings explain a namespace whose deletion waits for the
+// Teardown plans on triggers in it (label v1alpha1.NamespaceHoldLabel): the
+// namespace controller's DELETEs there are refused until they finished.
+func namespaceWaitsFindings(f *Facts, deleting bool) []Finding {
+	ns := f.Object.GetName()
+	if f.Object.GetLabels()[v1alpha1.NamespaceHoldLabel] != "true" {
+		return nil
+	}
+	var out []Finding
+	for _, p := range f.Plans {
+		if p.Trigger == nil || p.Trigger.Namespace != ns || p.Finished() {
+			continue
+		}
+		fd := Finding{Kind: "Plan", Blocking: deleting}
+		if deleting {
+			fd.Title = fmt.Sprintf("the namespace's deletion waits for Teardown %s's plan", p.Name)
+		} else {
+			fd.Title = fmt.Sprintf("deleting the namespace runs Teardown %s's plan first", p.Name)
+		}
+		fd.Facts = []Fact{{"plan", p.State()}, {"trigger", p.Trigger.GroupKind.Kind + " " + ns + "/" + p.Trigger.Name},
+			{"why", "the namespace controller's DELETEs here are refused (policy teardown-namespace-waits) until the plan has finished, so that it runs with the operator and what it uses in place; the namespace is emptied then"}}
+		fd.Advice = append(fd.Advice, fmt.Sprintf("kubectl get teardowns %s -o yaml shows each step's progress and what it waits for", p.Name))
+		if p.Phase == string(v1alpha1.PhaseFailed) {
+			fd.Advice = append(fd.Advice,
+				fmt.Sprintf("once the cause is fixed: kubectl annotate teardowns %s %s=%s runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
+				fmt.Sprintf("to give up: kubectl delete teardowns %s lets the namespace be emptied without the rest of the plan", p.Name))
+		}
+		out = append(out, fd)
+	}
+	if len(out) == 0 {
+		fd := Finding{Kind: "Plan", Blocking: deleting,
+			Title: "the namespace is labelled " + v1alpha1.NamespaceHoldLabel + " but no Teardown plan on a trigger in it is left to run",
+			Facts: []Fact{{"why", "the namespace controller's DELETEs here are refused (policy teardown-namespace-waits) while the label is there; teardown's controller removes it when the last plan there ends"}},
+			Advice: []string{"if teardown's controller is running it removes the label at its next look at a plan here; if no plan should hold this namespace: kubectl label namespace " + ns + " " + v1alpha1.NamespaceHoldLabel + "-"}}
+		out = append(out, fd)
 	}
 	return out
 }

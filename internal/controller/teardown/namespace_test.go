@@ -3,6 +3,7 @@
 package teardown_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cli"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // TestNamespaceDeletionRunsThePlanFirst: `kubectl delete ns` of an
@@ -91,6 +94,19 @@ func TestNamespaceDeletionRunsThePlanFirst(t *testing.T) {
 	}
 	if !id.authenticates(t, token) {
 		t.Fatal("the token bound to the operator's Pod should authenticate while the plan runs")
+	}
+	// teardown why on the namespace says what it waits for.
+	var out, errOut bytes.Buffer
+	code := cli.Main(ctx, []string{"teardown", "why", "namespace/" + ns, "--kubeconfig", testenv.Kubeconfig}, &out, &errOut)
+	got := strings.Join(strings.Fields(out.String()), " ")
+	for _, w := range []string{"the namespace's deletion waits for Teardown " + plan.Name + "'s plan", "plan: running step delete-work (1 of 1)",
+		"policy teardown-namespace-waits", "kubectl get teardowns " + plan.Name + " -o yaml"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("teardown why namespace/%s: the output lacks %q:\n%s%s", ns, w, out.String(), errOut.String())
+		}
+	}
+	if code != 1 {
+		t.Errorf("teardown why namespace/%s: exit %d, want 1 (something holds it)", ns, code)
 	}
 	finalizeWith(t, withToken(t, token), work, cleanup)
 
