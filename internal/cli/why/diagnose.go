@@ -732,8 +732,8 @@ func namespaceWaitsFindings(f *Facts, deleting bool) []Finding {
 	}
 	if len(out) == 0 {
 		fd := Finding{Kind: "Plan", Blocking: deleting,
-			Title: "the namespace is labelled " + v1alpha1.NamespaceHoldLabel + " but no Teardown plan on a trigger in it is left to run",
-			Facts: []Fact{{"why", "the namespace controller's DELETEs here are refused (policy teardown-namespace-waits) while the label is there; teardown's controller removes it when the last plan there ends"}},
+			Title:  "the namespace is labelled " + v1alpha1.NamespaceHoldLabel + " but no Teardown plan on a trigger in it is left to run",
+			Facts:  []Fact{{"why", "the namespace controller's DELETEs here are refused (policy teardown-namespace-waits) while the label is there; teardown's controller removes it when the last plan there ends"}},
 			Advice: []string{"if teardown's controller is running it removes the label at its next look at a plan here; if no plan should hold this namespace: kubectl label namespace " + ns + " " + v1alpha1.NamespaceHoldLabel + "-"}}
 		out = append(out, fd)
 	}
