@@ -112,7 +112,7 @@ const (
 	// ReasonFinalizersRemoved is the Warning event of a step that removed
 	// finalizers whose remover is gone (ifRemoverGone).
 	ReasonFinalizersRemoved = "FinalizersRemoved"
-	ReasonHelmUninstallLeft     = "HelmUninstallLeft"
+	ReasonHelmUninstallLeft = "HelmUninstallLeft"
 )
 
 // TeardownPhase is where a plan stands.
