@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -123,6 +124,13 @@ func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions, out
 	// The controller is gone: the owners it held would stay undeletable.
 	if err := releaseOwners(ctx, cfg, opts.DryRun, out); err != nil {
 		return err
+	}
+	if opts.CRDs {
+		// No Teardown is left (refuseWhileCustomResources): the namespaces
+		// marked as waiting for one are marked for nothing.
+		if err := unmarkNamespaces(ctx, cfg, opts.DryRun, out); err != nil {
+			return err
+		}
 	}
 	if !opts.CRDs {
 		for _, u := range crds {
@@ -328,6 +336,33 @@ func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
+	}
+	return nil
+}
+
+// unmarkNamespaces takes the mark of a namespace whose deletion waits for
+// Teardown plans (v1alpha1.NamespaceHoldLabel and the annotation naming
+// them) off every namespace: once no Teardown exists, it waits for nothing.
+func unmarkNamespaces(ctx context.Context, cfg *rest.Config, dryRun bool, out io.Writer) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	l, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.NamespaceHoldLabel})
+	if err != nil {
+		return fmt.Errorf("listing the namespaces marked as waiting for Teardown plans: %w", err)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null},"annotations":{%q:null}}}`, v1alpha1.NamespaceHoldLabel, v1alpha1.NamespacePlansAnnotation)
+	var opts metav1.PatchOptions
+	verb := "unmarked"
+	if dryRun {
+		opts.DryRun, verb = []string{metav1.DryRunAll}, "would unmark"
+	}
+	for _, n := range l.Items {
+		if _, err := cs.CoreV1().Namespaces().Patch(ctx, n.Name, types.MergePatchType, patch, opts); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("unmarking namespace %s: %w", n.Name, err)
+		}
+		fmt.Fprintf(out, "%s namespace %s (label %s: no Teardown is left)\n", verb, n.Name, v1alpha1.NamespaceHoldLabel)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli"
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/install"
@@ -217,10 +218,26 @@ func TestUninstallDeletesThePoliciesFirst(t *testing.T) {
 	if err := dyn.Resource(lienGVR).Namespace(metav1.NamespaceDefault).Delete(ctx, "keep", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
-		if code, _, _ := teardown(t, "uninstall", "--crds"); code != cmdutil.ExitOK {
+	// A namespace the controller marked as waiting for a plan, left marked
+	// (the controller is gone): with no Teardown left, --crds unmarks it.
+	marked := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uninstall-marked",
+		Labels: map[string]string{v1alpha1.NamespaceHoldLabel: "true"}, Annotations: map[string]string{v1alpha1.NamespacePlansAnnotation: "gone"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, marked, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), marked.Name, metav1.DeleteOptions{}) })
+	for i := range 2 {
+		code, _, errOut := teardown(t, "uninstall", "--crds")
+		if code != cmdutil.ExitOK {
 			t.Fatalf("teardown uninstall --crds: exit %d, want 0", code)
 		}
+		if said := strings.Contains(errOut, "unmarked namespace "+marked.Name); said != (i == 0) {
+			t.Errorf("teardown uninstall --crds, run %d: says it unmarked namespace %s: %t, want %t\n%s", i+1, marked.Name, said, i == 0, errOut)
+		}
+	}
+	n, err := cs.CoreV1().Namespaces().Get(ctx, marked.Name, metav1.GetOptions{})
+	if err != nil || n.Labels[v1alpha1.NamespaceHoldLabel] != "" || n.Annotations[v1alpha1.NamespacePlansAnnotation] != "" {
+		t.Errorf("after teardown uninstall --crds, namespace %s should be unmarked: %v %v %v", marked.Name, err, n.Labels, n.Annotations)
 	}
 	if wrong := all(liveObjects(t, dyn), func(string) bool { return false }); len(wrong) > 0 {
 		t.Errorf("after teardown uninstall --crds, still there: %v", wrong)
