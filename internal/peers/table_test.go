@@ -1,0 +1,120 @@
+package peers
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Every run of the corpus (a golden file of internal/cli/why) is a case
+// here, and nothing else is.
+func TestCasesAreTheCorpus(t *testing.T) {
+	goldens, err := filepath.Glob(filepath.Join("..", "cli", "why", "testdata", "corpus", "*.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range goldens {
+		ids = append(ids, strings.TrimSuffix(filepath.Base(g), ".golden"))
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff(ids, CaseIDs()); diff != "" {
+		t.Errorf("cases (-corpus +declared):\n%s", diff)
+	}
+	for id, c := range Cases {
+		if !strings.HasPrefix(c.Issue, "https://github.com/") || len(c.Cause) == 0 {
+			t.Errorf("%s: an issue's address and a cause are needed", id)
+		}
+	}
+}
+
+func TestAnswerRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	want := Answer{Tool: "knsk", Command: "knsk --no-color --kubeconfig KUBECONFIG", Exit: 0, Output: "\nKubernetes NameSpace Killer\n\nok\n"}
+	if err := Write(dir, "longhorn-namespace", want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAnswers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]map[string]Answer{"longhorn-namespace": {"knsk": want}}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "longhorn-namespace", "kor.txt"), []byte("no header\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadAnswers(dir); err == nil {
+		t.Error("an answer without its header was read")
+	}
+}
+
+func TestTable(t *testing.T) {
+	saved := Cases
+	t.Cleanup(func() { Cases = saved })
+	Cases = map[string]Case{
+		"argocd": {Issue: "https://github.com/argoproj/argo-cd/issues/1", Cause: [][]string{{"resources-finalizer.argocd.argoproj.io"}}, Keep: []string{"resources-finalizer.argocd.argoproj.io"}},
+		"metrics": {Issue: "https://github.com/kubernetes/kubernetes/issues/2", Cause: [][]string{{"v1beta1.metrics.k8s.io"}}, Keep: []string{"kubernetes"}},
+	}
+	built := []Built{
+		{Name: "knsk", Module: "github.com/thyarles/knsk", Version: "abc", Resolved: "v0.0.0-2020-abc", Bin: "peers/knsk"},
+		{Name: "kor", Module: "github.com/yonahd/kor", Version: "v1", Error: "reading the module proxy: 403 Forbidden"},
+	}
+	answers := map[string]map[string]Answer{
+		"argocd": {
+			"teardown": {Exit: 1, Output: "[BLOCKING] finalizer resources-finalizer.argocd.argoproj.io: waiting for Argo CD\n"},
+			"knsk":     {Output: `kubectl patch application/a --type json --patch='[ { "op": "remove", "path": "/metadata/finalizers" } ]'` + "\n"},
+		},
+		"metrics": {
+			"teardown": {Exit: 1, Output: "[BLOCKING] APIService v1beta1.metrics.k8s.io is unavailable\n"},
+			"knsk":     {Output: ".: Broken -> v1beta1.metrics.k8s.io... deletion skipped\n"},
+		},
+	}
+	got := Table(Recording{Date: "2026-12-06", Commit: "abc1234", Kubernetes: "v1.37.2", Link: "peers"}, built, answers)
+	want := `Recorded on 2026-12-06 at commit abc1234 against the local control plane (Kubernetes v1.37.2): 2 runs of the corpus's cases; raw answers in [peers](peers).
+
+| tool | module@version | obtained |
+| --- | --- | --- |
+| teardown | this repository at the commit above | built |
+| knsk | ` + "`github.com/thyarles/knsk@abc (v0.0.0-2020-abc)`" + ` | built |
+| kor | ` + "`github.com/yonahd/kor@v1`" + ` | no: reading the module proxy: 403 Forbidden |
+
+| case | teardown | knsk | kor |
+| --- | --- | --- | --- |
+| [argocd](https://github.com/argoproj/argo-cd/issues/1) | [named](peers/argocd/teardown.txt) | [nothing found, unsafe](peers/argocd/knsk.txt) | not run |
+| [metrics](https://github.com/kubernetes/kubernetes/issues/2) | [named](peers/metrics/teardown.txt) | [named](peers/metrics/knsk.txt) | not run |
+| **total** | **named 2/2**, wrong 0, unsafe 0 | **named 1/2**, wrong 0, unsafe 1 | not run |
+
+Why, where a verdict is not plainly "named":
+
+- knsk on argocd: does not name resources-finalizer.argocd.argoproj.io; removes every finalizer, resources-finalizer.argocd.argoproj.io included
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestSplice(t *testing.T) {
+	doc := "# doc\n\n" + BeginMarker + "\nold\n" + EndMarker + "\n\nafter\n"
+	got, err := Splice(doc, "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# doc\n\n" + BeginMarker + "\nnew\n" + EndMarker + "\n\nafter\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := Splice("# doc\n", "new\n"); err == nil {
+		t.Error("a document without markers was spliced")
+	}
+}
+
+func TestFirstLine(t *testing.T) {
+	in := "github.com/yonahd/kor@v0.6.7: reading https://example.invalid/github.com/yonahd/kor/@v/v0.6.7.info: 403 Forbidden\n\tserver response: This module version is not available."
+	if got, want := firstLine(in), "github.com/yonahd/kor@v0.6.7: reading the module proxy: 403 Forbidden"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
