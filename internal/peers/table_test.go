@@ -57,7 +57,7 @@ func TestTable(t *testing.T) {
 	saved := Cases
 	t.Cleanup(func() { Cases = saved })
 	Cases = map[string]Case{
-		"argocd": {Issue: "https://github.com/argoproj/argo-cd/issues/1", Cause: [][]string{{"resources-finalizer.argocd.argoproj.io"}}, Keep: []string{"resources-finalizer.argocd.argoproj.io"}},
+		"argocd":  {Issue: "https://github.com/argoproj/argo-cd/issues/1", Cause: [][]string{{"resources-finalizer.argocd.argoproj.io"}}, Keep: []string{"resources-finalizer.argocd.argoproj.io"}},
 		"metrics": {Issue: "https://github.com/kubernetes/kubernetes/issues/2", Cause: [][]string{{"v1beta1.metrics.k8s.io"}}, Keep: []string{"kubernetes"}},
 	}
 	built := []Built{
