@@ -75,7 +75,15 @@ func table(dir, doc, commit, date string) error {
 			return fmt.Errorf("%s: an answer to a case internal/peers does not declare", filepath.Join(dir, id))
 		}
 	}
-	link, err := filepath.Rel(filepath.Dir(doc), dir)
+	absDoc, err := filepath.Abs(doc)
+	if err != nil {
+		return err
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	link, err := filepath.Rel(filepath.Dir(absDoc), absDir)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func Table(run Recording, built []Built, answers map[string]map[string]Answer) s
 	for _, p := range built {
 		got := "built"
 		if p.Bin == "" {
-			got = "no: " + p.Error
+			got = "no: " + strings.TrimPrefix(p.Error, p.Module+"@"+p.Version+": ")
 		}
 		v := p.Version
 		if p.Resolved != "" && p.Resolved != p.Version {

@@ -62,7 +62,7 @@ func TestTable(t *testing.T) {
 	}
 	built := []Built{
 		{Name: "knsk", Module: "github.com/thyarles/knsk", Version: "abc", Resolved: "v0.0.0-2020-abc", Bin: "peers/knsk"},
-		{Name: "kor", Module: "github.com/yonahd/kor", Version: "v1", Error: "reading the module proxy: 403 Forbidden"},
+		{Name: "kor", Module: "github.com/yonahd/kor", Version: "v1", Error: "github.com/yonahd/kor@v1: reading the module proxy: 403 Forbidden"},
 	}
 	answers := map[string]map[string]Answer{
 		"argocd": {
