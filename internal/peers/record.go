@@ -47,7 +47,9 @@ func Run(ctx context.Context, b Built, cacheDir string, t Target, kubeconfig str
 		return Answer{}, fmt.Errorf("running %s: %w", b.Name, err)
 	}
 	hide := func(s string) string { return strings.ReplaceAll(s, kubeconfig, "KUBECONFIG") }
-	line := append([]string{b.Name}, args...)
+	// The command as a person types it: the peer's name, not where this
+	// machine keeps its program.
+	line := append([]string{b.Name}, p.Args(t, kubeconfig)...)
 	return Answer{
 		Tool: b.Name, Command: hide(strings.Join(line, " ")), Exit: exit,
 		Output: hide(stdout.String() + stderr.String()),

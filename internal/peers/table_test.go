@@ -118,3 +118,36 @@ func TestFirstLine(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// Run runs a built peer's program with its command line, the kubeconfig
+// named in the environment too, and keeps its exit code and output with
+// the kubeconfig's path hidden. Here knsk's script is a stand-in that
+// echoes what it was given.
+func TestRun(t *testing.T) {
+	cache := t.TempDir()
+	bin := filepath.Join("peers", "knsk-test")
+	script := "echo \"args: $*\"\necho \"env: $KUBECONFIG\" >&2\nexit 3\n"
+	if err := os.MkdirAll(filepath.Join(cache, bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, bin, "knsk.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(cache, "kubeconfig")
+	got, err := Run(t.Context(), Built{Name: "knsk", Bin: bin}, cache, Target{Command: "why", Object: "namespace/x", Namespace: "x"}, kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Answer{
+		Tool:    "knsk",
+		Command: "knsk --no-color --kubeconfig KUBECONFIG --dry-run --delete-all",
+		Exit:    3,
+		Output:  "args: --no-color --kubeconfig KUBECONFIG --dry-run --delete-all\nenv: KUBECONFIG\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := Run(t.Context(), Built{Name: "kor", Error: "refused"}, cache, Target{}, kubeconfig); err == nil {
+		t.Error("a peer that was not built ran")
+	}
+}
