@@ -81,13 +81,17 @@ var Peers = []Peer{
 			if t.Command == "orphans" || t.Object == "" {
 				return []string{"--all", "--kubeconfig", kubeconfig}
 			}
-			args := []string{t.Object, "--kubeconfig", kubeconfig}
+			// It resolves RESOURCE[.GROUP]/NAME by discovery within GROUP
+			// (internal/discover/resolve.go): a kind outside the core group
+			// needs its group.
+			obj := strings.Replace(t.Object, "customresourcedefinition/", "customresourcedefinitions.apiextensions.k8s.io/", 1)
+			args := []string{obj, "--kubeconfig", kubeconfig}
 			if t.Namespace != "" && !strings.HasPrefix(t.Object, "namespace/") {
 				args = append(args, "-n", t.Namespace)
 			}
 			return args
 		},
-		Source: "its newest release (v0.1.3); flags from internal/cli/root.go",
+		Source: "its newest release (v0.1.3); flags from internal/cli/root.go, targets from internal/discover/resolve.go",
 	},
 }
 

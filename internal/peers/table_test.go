@@ -151,3 +151,28 @@ func TestRun(t *testing.T) {
 		t.Error("a peer that was not built ran")
 	}
 }
+
+func TestPeerCommands(t *testing.T) {
+	for _, tt := range []struct {
+		peer string
+		t    Target
+		want []string
+	}{
+		{"finalizer-doctor", Target{Command: "why", Object: "customresourcedefinition/buckets.s3.aws.upbound.io"},
+			[]string{"customresourcedefinitions.apiextensions.k8s.io/buckets.s3.aws.upbound.io", "--kubeconfig", "K"}},
+		{"finalizer-doctor", Target{Command: "why", Object: "pvc/data", Namespace: "corpus-pvc"}, []string{"pvc/data", "--kubeconfig", "K", "-n", "corpus-pvc"}},
+		{"finalizer-doctor", Target{Command: "why", Object: "namespace/corpus-flux-system", Namespace: "corpus-flux-system"}, []string{"namespace/corpus-flux-system", "--kubeconfig", "K"}},
+		{"finalizer-doctor", Target{Command: "orphans", Namespace: "ns"}, []string{"--all", "--kubeconfig", "K"}},
+		{"kor", Target{Command: "why", Object: "namespace/x", Namespace: "x"}, []string{"finalizer", "--kubeconfig", "K", "--include-namespaces", "x"}},
+		{"kor", Target{Command: "orphans"}, []string{"all", "--kubeconfig", "K"}},
+		{"kubectl-check-ownerreferences", Target{Command: "orphans"}, []string{"--kubeconfig", "K"}},
+	} {
+		p, ok := PeerNamed(tt.peer)
+		if !ok {
+			t.Fatalf("no peer %s", tt.peer)
+		}
+		if diff := cmp.Diff(tt.want, p.Args(tt.t, "K")); diff != "" {
+			t.Errorf("%s on %+v (-want +got):\n%s", tt.peer, tt.t, diff)
+		}
+	}
+}
