@@ -54,12 +54,15 @@ var Peers = []Peer{
 				sub = "all" // unused resources
 			}
 			args := []string{sub, "--kubeconfig", kubeconfig}
+			if sub == "all" {
+				args = append(args, "--show-reason")
+			}
 			if t.Namespace != "" {
 				args = append(args, "--include-namespaces", t.Namespace)
 			}
 			return args
 		},
-		Source: "the newest commit of cmd/kor in the public index (its release tags were refused as well); `kor finalizer` for a stuck deletion, `kor all` for garbage",
+		Source: "the newest commit of cmd/kor in the public index (its release tags were refused as well); `kor finalizer` for a stuck deletion, `kor all --show-reason` for garbage; flags from cmd/kor/root.go; read-only without --delete",
 	},
 	{
 		Name: "kubectl-check-ownerreferences", Module: "sigs.k8s.io/kubectl-check-ownerreferences", Version: "5b738fefe7a30c331994ef6e072ddaa16a826dc8",

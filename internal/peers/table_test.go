@@ -164,7 +164,7 @@ func TestPeerCommands(t *testing.T) {
 		{"finalizer-doctor", Target{Command: "why", Object: "namespace/corpus-flux-system", Namespace: "corpus-flux-system"}, []string{"namespace/corpus-flux-system", "--kubeconfig", "K"}},
 		{"finalizer-doctor", Target{Command: "orphans", Namespace: "ns"}, []string{"--all", "--kubeconfig", "K"}},
 		{"kor", Target{Command: "why", Object: "namespace/x", Namespace: "x"}, []string{"finalizer", "--kubeconfig", "K", "--include-namespaces", "x"}},
-		{"kor", Target{Command: "orphans"}, []string{"all", "--kubeconfig", "K"}},
+		{"kor", Target{Command: "orphans"}, []string{"all", "--kubeconfig", "K", "--show-reason"}},
 		{"kubectl-check-ownerreferences", Target{Command: "orphans"}, []string{"--kubeconfig", "K"}},
 	} {
 		p, ok := PeerNamed(tt.peer)
