@@ -2,6 +2,7 @@ package peers
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -43,6 +44,8 @@ var Peers = []Peer{
 		Args: func(_ Target, kubeconfig string) []string {
 			return []string{"--no-color", "--kubeconfig", kubeconfig, "--dry-run", "--delete-all"}
 		},
+		// Each of its checks ends "... found" or "... not found".
+		Clean:  func(_ int, out string) bool { return !knskFound.MatchString(out) },
 		Source: "knsk.sh at its newest commit in the public index; it has no release tags; flags from its --help",
 	},
 	{
@@ -97,6 +100,9 @@ var Peers = []Peer{
 		Source: "its newest release (v0.1.3); flags from internal/cli/root.go, targets from internal/discover/resolve.go",
 	},
 }
+
+// knskFound is a check of knsk that found something.
+var knskFound = regexp.MustCompile(`(?m)\.\.\.\s*found\s*$`)
 
 // Command is the program and arguments that run peer p, built into bin
 // (its script, or its binary), on target t.

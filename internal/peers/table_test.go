@@ -67,11 +67,11 @@ func TestTable(t *testing.T) {
 	answers := map[string]map[string]Answer{
 		"argocd": {
 			"teardown": {Exit: 1, Output: "[BLOCKING] finalizer resources-finalizer.argocd.argoproj.io: waiting for Argo CD\n"},
-			"knsk":     {Output: `kubectl patch application/a --type json --patch='[ { "op": "remove", "path": "/metadata/finalizers" } ]'` + "\n"},
+			"knsk":     {Output: "Checking for stuck resources in the cluster... found\n" + `kubectl patch application/a --type json --patch='[ { "op": "remove", "path": "/metadata/finalizers" } ]'` + "\n"},
 		},
 		"metrics": {
 			"teardown": {Exit: 1, Output: "[BLOCKING] APIService v1beta1.metrics.k8s.io is unavailable\n"},
-			"knsk":     {Output: ".: Broken -> v1beta1.metrics.k8s.io... deletion skipped\n"},
+			"knsk":     {Output: "Checking for unavailable apiservices... found\n.: Broken -> v1beta1.metrics.k8s.io... deletion skipped\n"},
 		},
 	}
 	got := Table(Recording{Date: "2026-12-06", Commit: "abc1234", Kubernetes: "v1.37.2", Link: "peers"}, built, answers)
@@ -174,5 +174,17 @@ func TestPeerCommands(t *testing.T) {
 		if diff := cmp.Diff(tt.want, p.Args(tt.t, "K")); diff != "" {
 			t.Errorf("%s on %+v (-want +got):\n%s", tt.peer, tt.t, diff)
 		}
+	}
+}
+
+func TestKnskClean(t *testing.T) {
+	p, _ := PeerNamed("knsk")
+	nothing := "\nKubernetes NameSpace Killer\n\nChecking if kubectl is configured... ok\n\nChecking for unavailable apiservices... not found\n\nChecking for stuck namespaces... not found\n"
+	if !p.Clean(0, nothing) {
+		t.Error("knsk's all-clear read as a finding")
+	}
+	found := nothing + "\nChecking for stuck resources in the cluster... found\n.: Stuck -> pod/p on namespace ns... deletion skipped\n"
+	if p.Clean(0, found) {
+		t.Error("knsk's finding read as an all-clear")
 	}
 }
