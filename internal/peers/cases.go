@@ -34,6 +34,9 @@ type Case struct {
 	// Wrong are claims the case's facts contradict (regular expressions):
 	// the mistakes the corpus test guards teardown against.
 	Wrong []string
+	// Idle: nothing is being deleted; the case is a deletion that would be
+	// refused, or garbage left behind.
+	Idle bool
 }
 
 // Cases are the corpus's runs, by ID.
@@ -107,10 +110,12 @@ var Cases = map[string]Case{
 	"kyverno-leftover-webhook": {
 		Issue: "https://github.com/kyverno/kyverno/issues/7576",
 		Cause: [][]string{{"kyverno-resource-validating-webhook-cfg", "validate.kyverno.svc-fail"}},
+		Idle:  true,
 	},
 	"kyverno-leftover-webhook.orphans": {
 		Issue: "https://github.com/kyverno/kyverno/issues/9551",
 		Cause: [][]string{{"kyverno-resource-validating-webhook-cfg", "validate.kyverno.svc-fail"}},
+		Idle:  true,
 	},
 	"pvc-in-use-on-dead-node": {
 		Issue:    "https://github.com/kubernetes/kubernetes/issues/61214",
@@ -141,6 +146,7 @@ var Cases = map[string]Case{
 	"helm-leftover-clusterrole.orphans": {
 		Issue: "https://github.com/MicrosoftDocs/azure-docs/issues/49604",
 		Cause: [][]string{{"corpus-nginx-ingress"}},
+		Idle:  true,
 	},
 	"cert-manager-crd-stuck": {
 		Issue: "https://github.com/kubernetes/kubernetes/issues/93392",
@@ -164,6 +170,7 @@ var Cases = map[string]Case{
 	"kubeflow-leftover-mutating-webhook.orphans": {
 		Issue: "https://github.com/kubeflow/kfctl/issues/404",
 		Cause: [][]string{{"inferenceservice.serving.kubeflow.org", "inferenceservice.kfserving-webhook-server.pod-mutator"}},
+		Idle:  true,
 	},
 	"volume-bound-to-claim": {
 		Issue: "https://github.com/kubernetes/kubernetes/issues/78106",

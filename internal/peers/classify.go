@@ -87,13 +87,14 @@ var (
 //     conditions on the node being confirmed gone or tainted
 //     out-of-service.
 //  3. wrong: the answer makes one of c.Wrong's claims, or claims that
-//     nothing holds (peer's Clean; teardown's exit code 0) while
+//     nothing holds (teardown's exit code 0, in every case; a peer's
+//     all-clear where its own checks cover the case: Peer.Clean) while
 //     something does (every case holds something).
 //
 // An answer that does not name the cause is "nothing found", whatever
 // else it says; wrong and unsafe are reported beside named or nothing
 // found.
-func Classify(c Case, clean func(exit int, out string) bool, a Answer) Verdict {
+func Classify(c Case, clean func(c Case, exit int, out string) bool, a Answer) Verdict {
 	var v Verdict
 	for _, group := range c.Cause {
 		if !slices.ContainsFunc(group, func(name string) bool { return containsName(a.Output, name) }) {
@@ -107,7 +108,7 @@ func Classify(c Case, clean func(exit int, out string) bool, a Answer) Verdict {
 			v.Wrong = append(v.Wrong, fmt.Sprintf("says %q", w))
 		}
 	}
-	if clean != nil && clean(a.Exit, a.Output) {
+	if clean != nil && clean(c, a.Exit, a.Output) {
 		v.Wrong = append(v.Wrong, "says nothing holds")
 	}
 	return v

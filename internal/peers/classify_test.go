@@ -14,7 +14,7 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name  string
 		c     Case
-		clean func(int, string) bool
+		clean func(Case, int, string) bool
 		a     Answer
 		want  Verdict
 	}{{

@@ -23,9 +23,10 @@ type Peer struct {
 	Script string
 	// Args is its command line for a target, after the program.
 	Args func(t Target, kubeconfig string) []string
-	// Clean tells whether an answer claims that nothing holds (nil: the
-	// tool makes no such claim we can read).
-	Clean func(exit int, out string) bool
+	// Clean tells whether an answer on c claims that nothing holds where
+	// the tool's own checks should have seen it (nil: the tool makes no
+	// such claim we can read).
+	Clean func(c Case, exit int, out string) bool
 	// Source says where the version and the command line come from.
 	Source string
 }
@@ -44,8 +45,10 @@ var Peers = []Peer{
 		Args: func(_ Target, kubeconfig string) []string {
 			return []string{"--no-color", "--kubeconfig", kubeconfig, "--dry-run", "--delete-all"}
 		},
-		// Each of its checks ends "... found" or "... not found".
-		Clean:  func(_ int, out string) bool { return !knskFound.MatchString(out) },
+		// Each of its checks (unavailable APIServices, Terminating
+		// namespaces and objects) ends "... found" or "... not found";
+		// where nothing is being deleted, its all-clear is true.
+		Clean:  func(c Case, _ int, out string) bool { return !c.Idle && !knskFound.MatchString(out) },
 		Source: "knsk.sh at its newest commit in the public index; it has no release tags; flags from its --help",
 	},
 	{
@@ -70,12 +73,11 @@ var Peers = []Peer{
 	{
 		Name: "kubectl-check-ownerreferences", Module: "sigs.k8s.io/kubectl-check-ownerreferences", Version: "5b738fefe7a30c331994ef6e072ddaa16a826dc8",
 		Package: ".",
-		// Read-only, cluster-wide: it takes no target.
+		// Read-only, cluster-wide: it takes no target. Its all-clear ("No
+		// invalid ownerReferences found") is about ownerReferences only, so
+		// it is never read as saying that nothing holds.
 		Args: func(_ Target, kubeconfig string) []string {
 			return []string{"--kubeconfig", kubeconfig}
-		},
-		Clean: func(_ int, out string) bool {
-			return strings.Contains(out, "No invalid ownerReferences found")
 		},
 		Source: "the newest go.mod commit in the public index; usage from its README",
 	},

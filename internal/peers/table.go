@@ -20,8 +20,9 @@ type Recording struct {
 	Link string
 }
 
-// TeardownClean is teardown's claim that nothing holds: exit code 0.
-func TeardownClean(exit int, _ string) bool { return exit == 0 }
+// TeardownClean is teardown's claim that nothing holds, would hold, or is
+// left behind: exit code 0.
+func TeardownClean(_ Case, exit int, _ string) bool { return exit == 0 }
 
 // Table renders the comparison: one row a case, one column a tool
 // (teardown first, then Peers), each cell Classify's verdict on the
@@ -109,7 +110,7 @@ func explain(v Verdict) string {
 	return strings.Join(parts, "; ")
 }
 
-func cleanOf(tool string) func(int, string) bool {
+func cleanOf(tool string) func(Case, int, string) bool {
 	if tool == Teardown {
 		return TeardownClean
 	}

@@ -180,11 +180,15 @@ func TestPeerCommands(t *testing.T) {
 func TestKnskClean(t *testing.T) {
 	p, _ := PeerNamed("knsk")
 	nothing := "\nKubernetes NameSpace Killer\n\nChecking if kubectl is configured... ok\n\nChecking for unavailable apiservices... not found\n\nChecking for stuck namespaces... not found\n"
-	if !p.Clean(0, nothing) {
-		t.Error("knsk's all-clear read as a finding")
+	stuck, idle := Cases["longhorn-namespace"], Cases["kyverno-leftover-webhook"]
+	if !p.Clean(stuck, 0, nothing) {
+		t.Error("knsk's all-clear on a stuck namespace not read as saying nothing holds")
+	}
+	if p.Clean(idle, 0, nothing) {
+		t.Error("knsk's all-clear where nothing is being deleted read as a wrong claim")
 	}
 	found := nothing + "\nChecking for stuck resources in the cluster... found\n.: Stuck -> pod/p on namespace ns... deletion skipped\n"
-	if p.Clean(0, found) {
+	if p.Clean(stuck, 0, found) {
 		t.Error("knsk's finding read as an all-clear")
 	}
 }
