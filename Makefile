@@ -92,6 +92,23 @@ bench: controlplane ## Benchmarks against the local control plane: comparisons (
 	BENCH_PLOT_DIR=$(BENCH_PLOT_DIR) go test -tags integration -run '^$$' -bench . -benchtime=1x -timeout=180m $(BENCH_PKGS)
 	@for m in $(MODULES); do (cd $$m && go test -tags integration -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/bench/)); done
 
+# The comparison with the peers (docs/doctor.md, "Peers"); not part of `make
+# test`. Each peer is fetched and built at its pinned version through the go
+# command (a peer the module proxy refuses is recorded as such); the corpus
+# test then records teardown's and each built peer's answer on every case in
+# docs/peers (in a network with only loopback, as `make test` runs it), and
+# the table in docs/doctor.md is written from those answers by
+# internal/peers' rules.
+PEERS_DIR := $(CURDIR)/docs/peers
+
+.PHONY: peers
+peers: controlplane ## Run knsk, kor, kubectl-check-ownerreferences and finalizer-doctor beside teardown on the corpus; write the table in docs/doctor.md.
+	go run ./hack/peers build -dir $(PEERS_DIR)
+	find $(PEERS_DIR) -mindepth 2 -name '*.txt' -delete
+	go build -o $(BIN)/loopback-only ./hack/loopback-only
+	TEARDOWN_PEERS=$(PEERS_DIR) GOPROXY=off GOFLAGS=-mod=readonly $(BIN)/loopback-only -- go test $(TEST_FLAGS) -tags integration -run '^TestCorpus' ./internal/cli/why/
+	go run ./hack/peers table -dir $(PEERS_DIR) -doc docs/doctor.md -commit $$(git rev-parse --short HEAD) -date $$(date -u +%F)
+
 # The soak: SEED (default: from the clock, printed), OPS operations, at most
 # SOAK_TIME; a failing seed is replayed with `make soak SEED=...`.
 SEED ?= 0

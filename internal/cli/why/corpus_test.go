@@ -20,6 +20,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+	"github.com/teardown-dev/teardown/internal/peers"
 )
 
 // The corpus: stuck deletions and garbage reported in public issue
@@ -32,6 +33,7 @@ import (
 func whyCase(t *testing.T, golden string, args ...string) string {
 	t.Helper()
 	code, out, stderr := env.Run(t, append([]string{"why"}, args...)...)
+	recordPeers(t, strings.TrimSuffix(golden, ".golden"), whyTarget(args), append([]string{"why"}, args...), code, out+stderr)
 	if code != cmdutil.ExitFinding {
 		t.Errorf("exit code %d, want %d (something holds); stderr %q", code, cmdutil.ExitFinding, stderr)
 	}
@@ -392,7 +394,8 @@ func TestCorpusKyvernoLeftoverWebhook(t *testing.T) {
 	}
 	whyCase(t, "kyverno-leftover-webhook.golden", "configmap/settings", "-n", ns)
 
-	code, out, _ := env.Run(t, "orphans", "-n", ns)
+	code, out, stderr := env.Run(t, "orphans", "-n", ns)
+	recordPeers(t, "kyverno-leftover-webhook.orphans", peers.Target{Command: "orphans", Namespace: ns}, []string{"orphans", "-n", ns}, code, out+stderr)
 	if code != cmdutil.ExitFinding {
 		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
@@ -537,7 +540,8 @@ func TestCorpusHelmLeftoverClusterRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = clusterroles.Delete(context.Background(), "corpus-nginx-ingress", metav1.DeleteOptions{}) })
-	code, out, _ := env.Run(t, "orphans")
+	code, out, stderr := env.Run(t, "orphans")
+	recordPeers(t, "helm-leftover-clusterrole.orphans", peers.Target{Command: "orphans"}, []string{"orphans"}, code, out+stderr)
 	if code != cmdutil.ExitFinding {
 		t.Errorf("exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
@@ -661,7 +665,8 @@ func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}, metav1.CreateOptions{}); err == nil {
 		t.Fatal("the leftover webhook did not refuse a new pod")
 	}
-	code, out, _ := env.Run(t, "orphans", "-n", ns)
+	code, out, stderr := env.Run(t, "orphans", "-n", ns)
+	recordPeers(t, "kubeflow-leftover-mutating-webhook.orphans", peers.Target{Command: "orphans", Namespace: ns}, []string{"orphans", "-n", ns}, code, out+stderr)
 	if code != cmdutil.ExitFinding {
 		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
