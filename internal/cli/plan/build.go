@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
 	"github.com/teardown-dev/teardown/pkg/dependents"
@@ -172,6 +173,13 @@ func Build(f *Facts) *Plan {
 // deletion runs and which plans keep them until they finish.
 func (g *graph) teardowns(root *Node) []string {
 	out := []string{}
+	if t := g.f.Target; isNamespace(t) && t.Labels[v1alpha1.NamespaceHoldLabel] == "true" {
+		for _, p := range g.f.Plans {
+			if p.Trigger != nil && p.Trigger.Namespace == t.Name && !p.Finished() {
+				out = append(out, fmt.Sprintf("deleting namespace %s runs Teardown %s first (%s): the namespace controller deletes nothing in it until the plan has finished (policy teardown-namespace-waits), so the order below starts after it", t.Name, p.Name, p.State()))
+			}
+		}
+	}
 	var walk func(n *Node)
 	walk = func(n *Node) {
 		o := g.byUID[n.uid]

@@ -58,6 +58,12 @@ func TestNamespaceDeletionRunsThePlanFirst(t *testing.T) {
 		return err == nil && n.Labels[v1alpha1.NamespaceHoldLabel] == "true" && n.Annotations[v1alpha1.NamespacePlansAnnotation] == plan.Name, err
 	})
 	token := id.token(t)
+	// teardown plan previews it.
+	var preview, previewErr bytes.Buffer
+	cli.Main(ctx, []string{"teardown", "plan", "namespace/" + ns, "--kubeconfig", testenv.Kubeconfig}, &preview, &previewErr)
+	if w := "deleting namespace " + ns + " runs Teardown " + plan.Name + " first (armed, waiting for its trigger's deletion): the namespace controller deletes nothing in it until the plan has finished"; !strings.Contains(strings.Join(strings.Fields(preview.String()), " "), w) {
+		t.Errorf("teardown plan namespace/%s: the output lacks %q:\n%s%s", ns, w, preview.String(), previewErr.String())
+	}
 
 	// kubectl delete ns, as a user types it.
 	deleteAll(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
