@@ -56,6 +56,8 @@ func TestObjectsInApplyOrder(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/teardown-orphan-intent",
 		"ValidatingAdmissionPolicy/teardown-trigger-foreground",
 		"ValidatingAdmissionPolicyBinding/teardown-trigger-foreground",
+		"ValidatingAdmissionPolicy/teardown-namespace-waits",
+		"ValidatingAdmissionPolicyBinding/teardown-namespace-waits",
 		"ValidatingAdmissionPolicy/teardown-plan-rights",
 		"ValidatingAdmissionPolicyBinding/teardown-plan-rights",
 		"ValidatingAdmissionPolicy/teardown-grants-warn",
