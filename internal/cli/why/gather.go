@@ -79,7 +79,7 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 		}
 	}
 
-	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
+	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, c.Dynamic, now); err != nil {
 		return nil, err
 	}
 	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {
