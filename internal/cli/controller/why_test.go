@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/internal/heartbeat"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
@@ -121,6 +122,8 @@ func TestWhySeesTheRunningController(t *testing.T) {
 		if code != 0 || strings.Contains(out, "not running") || strings.Contains(out, "not found") {
 			t.Errorf("%s: teardown why exit %d, says the controller does not run:\n%s", what, code, out)
 		}
+		// kubectl get teardown NAME -o yaml, as advised, works.
+		doctortest.RunAdvice(t, cluster.KubeconfigPath(), out, nil)
 	}
 
 	stop := startController(t, "--leader-elect=false")
@@ -152,6 +155,7 @@ func TestWhySeesTheRunningController(t *testing.T) {
 	if code != 1 {
 		t.Errorf("stopped: teardown why exit %d, want 1 (the finalizer is stuck)", code)
 	}
+	doctortest.RunAdvice(t, cluster.KubeconfigPath(), out, nil)
 
 	stop = startController(t, "--leader-elect=true", "--leader-election-namespace", install.Namespace)
 	waitUntil(t, 90*time.Second, "the controller to lead and beat", func(ctx context.Context) (bool, error) {

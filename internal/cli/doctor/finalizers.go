@@ -195,6 +195,9 @@ type Controllers struct {
 	// controllers, where tenants do not write. A heartbeat elsewhere could
 	// be anyone's.
 	TeardownNamespaces []string
+	// TrustRead: the Trust could be read, so TeardownNamespaces are all of
+	// teardown's namespaces.
+	TrustRead bool
 	// Unlisted are the kinds of workload the user may not list: a remover
 	// not found among the others may run there.
 	Unlisted []string
@@ -360,9 +363,34 @@ func (c *Controllers) leaseState(ns, name string) (State, string) {
 // teardown's; else its workload or leader Lease, as for any controller. A
 // fresh heartbeat only in a namespace that is not teardown's is not
 // believed, and makes the answer unknown, never running.
+//
+// Once the Trust was read, its workloads and leader Leases count only in
+// teardown's namespaces too: one elsewhere that runs makes the answer
+// unknown. Without the Trust, the chart's namespace is not known, and
+// they count anywhere.
 func (c *Controllers) teardownState() (State, string, *Workload) {
-	state, evidence, w := c.find([]string{"teardown", "teardown-controller"}, "teardown.dev")
+	programs, domain := []string{"teardown", "teardown-controller"}, "teardown.dev"
+	ours := c
+	if c.TrustRead {
+		ours = &Controllers{Unlisted: c.Unlisted}
+		for _, w := range c.Workloads {
+			if slices.Contains(c.TeardownNamespaces, w.Namespace) {
+				ours.Workloads = append(ours.Workloads, w)
+			}
+		}
+		for _, l := range c.Leases {
+			if slices.Contains(c.TeardownNamespaces, l.Namespace) {
+				ours.Leases = append(ours.Leases, l)
+			}
+		}
+	}
+	state, evidence, w := ours.find(programs, domain)
 	var expired, foreign []string
+	if ours != c && state != Running {
+		if s, e, _ := c.find(programs, domain); s == Running {
+			foreign = append(foreign, e+", outside teardown's namespaces ("+strings.Join(c.TeardownNamespaces, ", ")+"): not believed")
+		}
+	}
 	for _, l := range c.Heartbeats {
 		switch {
 		case !slices.Contains(c.TeardownNamespaces, l.Namespace):

@@ -32,7 +32,8 @@ import (
 // Leases (teardown's heartbeats apart), and reads the Trust for the
 // namespaces of teardown's controller. now decides which leases are fresh.
 func GatherControllers(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, now time.Time) (*Controllers, error) {
-	c := &Controllers{TeardownNamespaces: TeardownNamespaces(ctx, dyn)}
+	c := &Controllers{}
+	c.TeardownNamespaces, c.TrustRead = TeardownNamespaces(ctx, dyn)
 	programs := func(spec corev1.PodSpec) []string {
 		var out []string
 		for _, ct := range spec.Containers {
@@ -108,12 +109,13 @@ func GatherControllers(ctx context.Context, kube kubernetes.Interface, dyn dynam
 // TeardownNamespaces are the namespaces of teardown's controller:
 // teardown-system, where `teardown install` puts it, and the namespace of
 // each service account among the controller users of the Trust teardown
-// (the chart's release namespace), when the Trust can be read.
-func TeardownNamespaces(ctx context.Context, dyn dynamic.Interface) []string {
+// (the chart's release namespace), when the Trust can be read; read says
+// whether it could.
+func TeardownNamespaces(ctx context.Context, dyn dynamic.Interface) (namespaces []string, read bool) {
 	out := []string{install.Namespace}
 	u, err := dyn.Resource(v1alpha1.GroupVersion.WithResource("trusts")).Get(ctx, v1alpha1.TrustName, metav1.GetOptions{})
 	if err != nil {
-		return out
+		return out, false
 	}
 	users, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "controllerUsers")
 	for _, user := range users {
@@ -121,7 +123,7 @@ func TeardownNamespaces(ctx context.Context, dyn dynamic.Interface) []string {
 			out = append(out, parts[2])
 		}
 	}
-	return out
+	return out, true
 }
 
 // PodReady reports whether the pod's Ready condition is True.

@@ -37,7 +37,14 @@ func whyCase(t *testing.T, golden string, args ...string) string {
 	}
 	doctortest.AssertSafe(t, out)
 	doctortest.Golden(t, golden, out)
+	doctortest.RunAdvice(t, env.Kubeconfig, out, adviceFails)
 	return out
+}
+
+// adviceFails are the advised commands that fail by design, with what
+// their output then says: the check of a node that no longer exists.
+var adviceFails = map[string]string{
+	"kubectl get node corpus-deleted-node": `nodes "corpus-deleted-node" not found`,
 }
 
 // namespaceState waits until the namespace satisfies ok.
@@ -397,6 +404,7 @@ func TestCorpusKyvernoLeftoverWebhook(t *testing.T) {
 		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
 	doctortest.Golden(t, "kyverno-leftover-webhook.orphans.golden", section(out, "fail-closed webhook without a server"))
+	doctortest.RunAdvice(t, env.Kubeconfig, section(out, "fail-closed webhook without a server"), nil)
 }
 
 // section is the group of an orphans report whose title starts with title.
@@ -666,6 +674,7 @@ func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
 		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
 	doctortest.Golden(t, "kubeflow-leftover-mutating-webhook.orphans.golden", section(out, "fail-closed webhook without a server"))
+	doctortest.RunAdvice(t, env.Kubeconfig, section(out, "fail-closed webhook without a server"), nil)
 }
 
 // hostPathVolume creates a PersistentVolume claimed by ns/claim, with
