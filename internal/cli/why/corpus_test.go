@@ -78,6 +78,13 @@ func TestCorpusMetricsServerAPIService(t *testing.T) {
 	if strings.Count(out, "[BLOCKING]") != 1 {
 		t.Errorf("one cause, want one BLOCKING finding:\n%s", out)
 	}
+	// orphans reports the leftover APIService, and how to delete it.
+	_, out, _ = env.Run(t, "orphans")
+	apiservices := section(out, "APIService without a server")
+	if !strings.Contains(apiservices, "kubectl delete apiservice v1beta1.metrics.k8s.io") {
+		t.Errorf("orphans does not advise deleting the leftover APIService:\n%s", out)
+	}
+	doctortest.RunAdvice(t, env.Kubeconfig, apiservices, nil)
 }
 
 // https://github.com/cert-manager/cert-manager/issues/1399,
