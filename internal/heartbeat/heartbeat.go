@@ -46,7 +46,8 @@ func New(client kubernetes.Interface, namespace string) *Heartbeat {
 	return &Heartbeat{Client: client, Namespace: namespace, Identity: host + "_" + string(uuid.NewUUID())}
 }
 
-// NeedLeaderElection: only the replica that runs the controllers beats.
+// NeedLeaderElection is true: only the replica that runs the controllers
+// beats.
 func (h *Heartbeat) NeedLeaderElection() bool { return true }
 
 // Start renews the Lease every Interval until ctx ends, then expires it.
