@@ -126,16 +126,24 @@ func TestWhySeesTheRunningController(t *testing.T) {
 		doctortest.RunAdvice(t, cluster.KubeconfigPath(), out, nil)
 	}
 
+	// Replicas other tests killed leave a leader Lease renewed up to 15s
+	// ago and a heartbeat up to 40s ago: wait until neither says a
+	// controller runs, so that what why says comes from this test's.
+	leases := cs.CoordinationV1().Leases(install.Namespace)
+	waitUntil(t, 60*time.Second, "earlier tests' leases to expire", func(ctx context.Context) (bool, error) {
+		for _, name := range []string{manager.LeaderElectionID, heartbeat.LeaseName} {
+			if l, err := leases.Get(ctx, name, metav1.GetOptions{}); err == nil && heartbeat.Fresh(l, time.Now()) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+
 	stop := startController(t, "--leader-elect=false")
 	waitUntil(t, 60*time.Second, "the plan to arm (its finalizer on the trigger)", func(ctx context.Context) (bool, error) {
 		err := k.Get(ctx, client.ObjectKeyFromObject(trigger), trigger)
 		return err == nil && slices.Contains(trigger.Finalizers, fin), nil
 	})
-	if _, err := cs.CoordinationV1().Leases(install.Namespace).Get(ctx, manager.LeaderElectionID, metav1.GetOptions{}); err == nil {
-		// A leader Lease left by another test would be fresh at most 15s;
-		// with --leader-elect=false this controller writes none.
-		t.Logf("a leader Lease %s exists from an earlier test", manager.LeaderElectionID)
-	}
 	waitUntil(t, 30*time.Second, "the heartbeat Lease", func(ctx context.Context) (bool, error) {
 		l, err := cs.CoordinationV1().Leases(install.Namespace).Get(ctx, heartbeat.LeaseName, metav1.GetOptions{})
 		return err == nil && heartbeat.Fresh(l, time.Now()), nil

@@ -68,6 +68,9 @@ func verb(cmd string) string {
 // test of that advice pipes to it).
 func RunAdvice(t *testing.T, kubeconfig, out string, documented map[string]string) {
 	t.Helper()
+	// A discovery cache of its own: ~/.kube/cache is shared with every
+	// control plane that ever listened on this port, old CRDs included.
+	cache := t.TempDir()
 	for _, cmd := range AdviceCommands(out) {
 		v := verb(cmd)
 		if v == "logs" || strings.HasSuffix(cmd, " -f -") {
@@ -79,7 +82,7 @@ func RunAdvice(t *testing.T, kubeconfig, out string, documented map[string]strin
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		c := exec.CommandContext(ctx, "bash", "-c", line)
-		c.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		c.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+cache)
 		got, err := c.CombinedOutput()
 		cancel()
 		want, ok := "", false
