@@ -9,6 +9,14 @@ import (
 // GroupVersion is the API group and version of teardown's objects.
 var GroupVersion = schema.GroupVersion{Group: "teardown.dev", Version: "v1alpha1"}
 
+// Category is the kubectl category of every teardown.dev kind: `kubectl
+// get teardown-all` lists them all (the categories markers of the
+// *_types.go files say it again). It must not be any kind's name: kubectl
+// expands a category before it reads a singular, plural or short name, so
+// a category "teardown" would turn `kubectl get teardown NAME` into a get
+// of four kinds, refused with "you must specify only one resource".
+const Category = "teardown-all"
+
 var (
 	// SchemeBuilder collects the functions that add this API to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

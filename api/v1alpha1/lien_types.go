@@ -282,7 +282,7 @@ type LienStatus struct {
 // holders exist.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=teardown
+// +kubebuilder:resource:categories=teardown-all
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Why",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
@@ -313,7 +313,7 @@ type LienList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.helmReleasesOf) || size(self.metadata.name) <= 63",message="metadata.name: a ClusterLien with helmReleasesOf is named in a label of every Lien it makes: at most 63 characters"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories=teardown
+// +kubebuilder:resource:scope=Cluster,categories=teardown-all
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Why",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`

@@ -468,7 +468,7 @@ type TeardownStatus struct {
 // Teardown is an ordered uninstall plan, run when its trigger is deleted.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories=teardown
+// +kubebuilder:resource:scope=Cluster,categories=teardown-all
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Armed")].status`
 // +kubebuilder:printcolumn:name="Why",type=string,JSONPath=`.status.conditions[?(@.type=="Armed")].reason`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

@@ -36,7 +36,7 @@ type TrustSpec struct {
 // policies, not every ConfigMap.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories=teardown
+// +kubebuilder:resource:scope=Cluster,categories=teardown-all
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'teardown'",message="teardown's policies read the Trust named teardown: name it teardown"
 // +kubebuilder:printcolumn:name="Controllers",type=string,JSONPath=`.spec.controllerUsers`
 // +kubebuilder:printcolumn:name="Break-glass",type=string,JSONPath=`.spec.breakGlassGroups`

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/lien"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/controller/teardown"
+	"github.com/teardown-dev/teardown/internal/heartbeat"
 )
 
 // Controller is one of teardown's controllers, registered with the manager
@@ -71,6 +73,10 @@ type Options struct {
 	// LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// HeartbeatNamespace is where the controller renews its heartbeat
+	// Lease (package heartbeat), with leader election on or off; "" writes
+	// none (in-process managers of tests).
+	HeartbeatNamespace string
 }
 
 // LeaderElectionID names the Lease that replicas compete for.
@@ -129,6 +135,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			}
 			return nil
 		}); err != nil {
+			return nil, err
+		}
+	}
+	if o.HeartbeatNamespace != "" {
+		kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(heartbeat.New(kube, o.HeartbeatNamespace)); err != nil {
 			return nil, err
 		}
 	}

@@ -44,6 +44,7 @@ that fixes it.`,
 				return err
 			}
 			cfg.QPS, cfg.Burst = qps, burst
+			o.HeartbeatNamespace = o.LeaderElectionNamespace
 			mgr, err := manager.New(cfg, o)
 			if err != nil {
 				return err
@@ -62,7 +63,7 @@ that fixes it.`,
 	cmd.Flags().StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
 	cmd.Flags().StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, to see where memory and CPU go ("0" turns them off)`)
 	cmd.Flags().BoolVar(&o.LeaderElection, "leader-elect", true, "elect one active replica by a Lease")
-	cmd.Flags().StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", ns, "namespace of the leader-election Lease (default: $POD_NAMESPACE, else teardown-system)")
+	cmd.Flags().StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", ns, "namespace of the leader-election Lease and of the heartbeat Lease teardown why reads, with or without leader election (default: $POD_NAMESPACE, else teardown-system)")
 	fs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	zapOpts.BindFlags(fs)
 	cmd.Flags().AddGoFlagSet(fs)

@@ -41,7 +41,7 @@ func (e *Env) StartTeardown(ctx context.Context) error {
 	if err := install.Apply(ctx, e.Config, install.Options{ControllerUsers: []string{who.Username}}, io.Discard); err != nil {
 		return fmt.Errorf("installing teardown: %w", err)
 	}
-	mgr, err := manager.New(e.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+	mgr, err := manager.New(e.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", HeartbeatNamespace: install.Namespace})
 	if err != nil {
 		return err
 	}

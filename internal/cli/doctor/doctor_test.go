@@ -237,3 +237,58 @@ func TestPlanFinalizerIsTeardowns(t *testing.T) {
 		t.Errorf("Explain: %+v; want teardown's, waiting for the plan, running", v)
 	}
 }
+
+// Teardown's controller runs when its heartbeat, renewed with leader
+// election on or off, is fresh in a namespace of teardown's; a heartbeat
+// elsewhere is not believed and makes it unknown, never running or gone.
+func TestTeardownHeartbeat(t *testing.T) {
+	hb := func(ns string, fresh bool) Lease {
+		return Lease{Namespace: ns, Name: "teardown-controller-heartbeat", Holder: "host_1234", Fresh: fresh}
+	}
+	ours := []string{"teardown-system", "ops"}
+	tests := []struct {
+		name     string
+		c        Controllers
+		state    State
+		evidence string
+	}{
+		{"fresh heartbeat, no workload, no leader lease (--leader-elect=false, from a workstation)",
+			Controllers{Heartbeats: []Lease{hb("teardown-system", true)}, TeardownNamespaces: ours},
+			Running, "heartbeat Lease teardown-system/teardown-controller-heartbeat renewed by host_1234"},
+		{"in the chart's namespace, named by the Trust",
+			Controllers{Heartbeats: []Lease{hb("ops", true)}, TeardownNamespaces: ours},
+			Running, "heartbeat Lease ops/teardown-controller-heartbeat renewed by host_1234"},
+		{"expired: the controller stopped",
+			Controllers{Heartbeats: []Lease{hb("teardown-system", false)}, TeardownNamespaces: ours},
+			NotRunning, "heartbeat Lease teardown-system/teardown-controller-heartbeat expired (last renewed by host_1234)"},
+		{"released: the controller stopped cleanly",
+			Controllers{Heartbeats: []Lease{{Namespace: "teardown-system", Name: "teardown-controller-heartbeat"}}, TeardownNamespaces: ours},
+			NotRunning, "heartbeat Lease teardown-system/teardown-controller-heartbeat released: the controller stopped"},
+		{"expired heartbeat, but the leader lease is renewed (an older replica)",
+			Controllers{Heartbeats: []Lease{hb("teardown-system", false)}, Leases: []Lease{{Namespace: "teardown-system", Name: "teardown-controller.teardown.dev", Holder: "pod-1_uuid", Fresh: true}}, TeardownNamespaces: ours},
+			Running, "leader lease teardown-system/teardown-controller.teardown.dev renewed by pod-1_uuid"},
+		{"fresh only in a tenant's namespace",
+			Controllers{Heartbeats: []Lease{hb("tenant", true)}, TeardownNamespaces: ours},
+			Unknown, "heartbeat Lease tenant/teardown-controller-heartbeat renewed by host_1234, but tenant is not teardown's namespace (teardown-system, ops): anyone who may write Leases there could have written it"},
+		{"a tenant's Deployment named teardown-controller, the Trust read",
+			Controllers{Workloads: []Workload{{Kind: "deployment", Namespace: "tenant", Name: "teardown-controller", Ready: 1, Desired: 1}}, TeardownNamespaces: ours, TrustRead: true},
+			Unknown, "deployment tenant/teardown-controller: 1/1 ready, outside teardown's namespaces (teardown-system, ops): not believed"},
+		{"the chart's Deployment, the Trust read",
+			Controllers{Workloads: []Workload{{Kind: "deployment", Namespace: "ops", Name: "teardown-controller", Ready: 1, Desired: 1}}, TeardownNamespaces: ours, TrustRead: true},
+			Running, "deployment ops/teardown-controller: 1/1 ready"},
+		{"a Deployment anywhere, the Trust not read",
+			Controllers{Workloads: []Workload{{Kind: "deployment", Namespace: "elsewhere", Name: "teardown-controller", Ready: 1, Desired: 1}}, TeardownNamespaces: []string{"teardown-system"}},
+			Running, "deployment elsewhere/teardown-controller: 1/1 ready"},
+		{"nothing at all",
+			Controllers{TeardownNamespaces: ours},
+			Gone, `no Deployment, StatefulSet, DaemonSet, Pod or leader Lease matching "teardown" or "teardown-controller" or "teardown.dev" found, and no heartbeat Lease teardown-controller-heartbeat in teardown-system or ops`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.c.Explain(lien.Finalizer, Setter{Manager: "teardown"})
+			if v.State != tt.state || v.Evidence != tt.evidence {
+				t.Errorf("Explain = %s: %s\nwant %s: %s", v.State, v.Evidence, tt.state, tt.evidence)
+			}
+		})
+	}
+}

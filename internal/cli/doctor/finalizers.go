@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/heartbeat"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -172,17 +173,31 @@ func (w Workload) String() string {
 	return fmt.Sprintf("%s %s/%s: %d/%d ready", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired)
 }
 
-// Lease is a leader-election lease.
+// Lease is a leader-election lease, or teardown's heartbeat.
 type Lease struct {
 	Namespace, Name, Holder string
 	// Fresh means renewed within its duration when gathered.
 	Fresh bool
 }
 
+func (l Lease) String() string { return l.Namespace + "/" + l.Name }
+
 // Controllers are the facts that show what runs in (or against) the cluster.
 type Controllers struct {
 	Workloads []Workload
-	Leases    []Lease
+	// Leases are the leases other than teardown's heartbeats.
+	Leases []Lease
+	// Heartbeats are the Leases labelled as teardown's controller's
+	// heartbeat (package heartbeat), in whatever namespace they are.
+	Heartbeats []Lease
+	// TeardownNamespaces are where a heartbeat is believed: teardown's
+	// namespace and those of the service accounts the Trust names as
+	// controllers, where tenants do not write. A heartbeat elsewhere could
+	// be anyone's.
+	TeardownNamespaces []string
+	// TrustRead: the Trust could be read, so TeardownNamespaces are all of
+	// teardown's namespaces.
+	TrustRead bool
 	// Unlisted are the kinds of workload the user may not list: a remover
 	// not found among the others may run there.
 	Unlisted []string
@@ -283,7 +298,7 @@ func (c *Controllers) Explain(finalizer string, setter Setter) Verdict {
 			v.Kubernetes = true
 			v.State, v.Evidence = c.leaseState("kube-system", k.Component)
 		case "teardown":
-			v.State, v.Evidence, v.Workload = c.find([]string{"teardown", "teardown-controller"}, "teardown.dev")
+			v.State, v.Evidence, v.Workload = c.teardownState()
 		default:
 			programs := k.Workloads
 			if setter.Manager != "" && setter.ManifestTool() == "" {
@@ -341,6 +356,70 @@ func (c *Controllers) leaseState(ns, name string) (State, string) {
 		}
 	}
 	return Unknown, fmt.Sprintf("part of the control plane; no leader lease %s/%s to check (leader election off?)", ns, name)
+}
+
+// teardownState is whether teardown's controller runs: its heartbeat
+// Lease, renewed with leader election on or off, in a namespace of
+// teardown's; else its workload or leader Lease, as for any controller. A
+// fresh heartbeat only in a namespace that is not teardown's is not
+// believed, and makes the answer unknown, never running.
+//
+// Once the Trust was read, its workloads and leader Leases count only in
+// teardown's namespaces too: one elsewhere that runs makes the answer
+// unknown. Without the Trust, the chart's namespace is not known, and
+// they count anywhere.
+func (c *Controllers) teardownState() (State, string, *Workload) {
+	programs, domain := []string{"teardown", "teardown-controller"}, "teardown.dev"
+	ours := c
+	if c.TrustRead {
+		ours = &Controllers{Unlisted: c.Unlisted}
+		for _, w := range c.Workloads {
+			if slices.Contains(c.TeardownNamespaces, w.Namespace) {
+				ours.Workloads = append(ours.Workloads, w)
+			}
+		}
+		for _, l := range c.Leases {
+			if slices.Contains(c.TeardownNamespaces, l.Namespace) {
+				ours.Leases = append(ours.Leases, l)
+			}
+		}
+	}
+	state, evidence, w := ours.find(programs, domain)
+	var expired, foreign []string
+	if ours != c && state != Running {
+		if s, e, _ := c.find(programs, domain); s == Running {
+			foreign = append(foreign, e+", outside teardown's namespaces ("+strings.Join(c.TeardownNamespaces, ", ")+"): not believed")
+		}
+	}
+	for _, l := range c.Heartbeats {
+		switch {
+		case !slices.Contains(c.TeardownNamespaces, l.Namespace):
+			if l.Fresh {
+				foreign = append(foreign, fmt.Sprintf("heartbeat Lease %s renewed by %s, but %s is not teardown's namespace (%s): anyone who may write Leases there could have written it",
+					l, l.Holder, l.Namespace, strings.Join(c.TeardownNamespaces, ", ")))
+			}
+		case l.Fresh:
+			return Running, fmt.Sprintf("heartbeat Lease %s renewed by %s", l, l.Holder), w
+		case l.Holder == "":
+			expired = append(expired, fmt.Sprintf("heartbeat Lease %s released: the controller stopped", l))
+		default:
+			expired = append(expired, fmt.Sprintf("heartbeat Lease %s expired (last renewed by %s)", l, l.Holder))
+		}
+	}
+	switch {
+	case state == Running:
+		return state, evidence, w
+	case len(expired) > 0:
+		if state == NotRunning {
+			expired = append(expired, evidence)
+		}
+		return NotRunning, strings.Join(expired, "; "), w
+	case len(foreign) > 0 && state != NotRunning:
+		return Unknown, strings.Join(foreign, "; "), w
+	case state == Gone:
+		evidence += fmt.Sprintf(", and no heartbeat Lease %s in %s", heartbeat.LeaseName, strings.Join(c.TeardownNamespaces, " or "))
+	}
+	return state, evidence, w
 }
 
 // find looks for a workload running one of programs, or a leader lease

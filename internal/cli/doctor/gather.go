@@ -3,7 +3,9 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -21,13 +23,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/heartbeat"
+	"github.com/teardown-dev/teardown/internal/install"
 )
 
 // GatherControllers lists what may run a controller in all namespaces:
 // Deployments, StatefulSets, DaemonSets, Pods that no controller owns, and
-// Leases. now decides which leases are fresh.
-func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.Time) (*Controllers, error) {
+// Leases (teardown's heartbeats apart), and reads the Trust for the
+// namespaces of teardown's controller. now decides which leases are fresh.
+func GatherControllers(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, now time.Time) (*Controllers, error) {
 	c := &Controllers{}
+	c.TeardownNamespaces, c.TrustRead = TeardownNamespaces(ctx, dyn)
 	programs := func(spec corev1.PodSpec) []string {
 		var out []string
 		for _, ct := range spec.Containers {
@@ -90,16 +96,34 @@ func GatherControllers(ctx context.Context, kube kubernetes.Interface, now time.
 		return nil, fmt.Errorf("listing leases: %w", err)
 	}
 	for _, l := range leases.Items {
-		x := Lease{Namespace: l.Namespace, Name: l.Name}
-		if l.Spec.HolderIdentity != nil {
-			x.Holder = *l.Spec.HolderIdentity
-		}
-		if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {
-			x.Fresh = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).After(now)
+		x := Lease{Namespace: l.Namespace, Name: l.Name, Holder: ptr.Deref(l.Spec.HolderIdentity, ""), Fresh: heartbeat.Fresh(&l, now)}
+		if _, ok := l.Labels[heartbeat.Label]; ok {
+			c.Heartbeats = append(c.Heartbeats, x)
+			continue
 		}
 		c.Leases = append(c.Leases, x)
 	}
 	return c, nil
+}
+
+// TeardownNamespaces are the namespaces of teardown's controller:
+// teardown-system, where `teardown install` puts it, and the namespace of
+// each service account among the controller users of the Trust teardown
+// (the chart's release namespace), when the Trust can be read; read says
+// whether it could.
+func TeardownNamespaces(ctx context.Context, dyn dynamic.Interface) (namespaces []string, read bool) {
+	out := []string{install.Namespace}
+	u, err := dyn.Resource(v1alpha1.GroupVersion.WithResource("trusts")).Get(ctx, v1alpha1.TrustName, metav1.GetOptions{})
+	if err != nil {
+		return out, false
+	}
+	users, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "controllerUsers")
+	for _, user := range users {
+		if parts := strings.Split(user, ":"); len(parts) == 4 && parts[0] == "system" && parts[1] == "serviceaccount" && !slices.Contains(out, parts[2]) {
+			out = append(out, parts[2])
+		}
+	}
+	return out, true
 }
 
 // PodReady reports whether the pod's Ready condition is True.

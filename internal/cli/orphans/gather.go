@@ -42,7 +42,7 @@ func Gather(ctx context.Context, c *resource.Clients, namespace string, now time
 			f.HelmReleases.Insert(o.Namespace + "/" + o.Labels["name"])
 		}
 	}
-	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
+	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, c.Dynamic, now); err != nil {
 		return nil, err
 	}
 	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {

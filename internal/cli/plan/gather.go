@@ -46,7 +46,7 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, prop 
 			f.NamespaceLabels[o.Name] = o.Labels
 		}
 	}
-	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
+	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, c.Dynamic, now); err != nil {
 		return nil, err
 	}
 	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {

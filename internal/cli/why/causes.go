@@ -119,12 +119,13 @@ func claimFindings(f *Facts, deleting bool) []Finding {
 	if !slices.Contains(f.Object.GetFinalizers(), "kubernetes.io/pvc-protection") {
 		return nil
 	}
-	var users []string
+	var users, pods []string
 	var onDead []string
 	for _, p := range f.Pods {
 		if !usesClaim(&p, claim) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		pods = append(pods, p.Name)
 		u := p.Name
 		if p.Spec.NodeName == "" {
 			u += " (not scheduled)"
@@ -148,7 +149,8 @@ func claimFindings(f *Facts, deleting bool) []Finding {
 		Title: fmt.Sprintf("the claim is in use by %s: pvc-protection keeps it until none uses it", cmdutil.Plural(len(users), "pod", "pods")),
 		Facts: []Fact{{"used by", names(users)}},
 		Advice: []string{
-			"delete the pods that use it, or scale down the workload that owns them (kubectl get pod POD -n " + f.Object.GetNamespace() + " -o jsonpath='{.metadata.ownerReferences}'); the claim then goes by itself",
+			fmt.Sprintf("delete the pods that use it, or scale down the workload that owns them (kubectl get pod %s -n %s -o custom-columns=POD:.metadata.name,OWNER-KIND:.metadata.ownerReferences[*].kind,OWNER:.metadata.ownerReferences[*].name shows their owners); the claim then goes by itself",
+				strings.Join(pods, " "), f.Object.GetNamespace()),
 		},
 	}
 	if !deleting {
@@ -236,7 +238,7 @@ func conversionFindings(f *Facts, deletingNS string) ([]Finding, map[string]bool
 		if deletingNS != "" {
 			fd.Facts = append(fd.Facts, Fact{"effect", fmt.Sprintf("the namespace controller cannot list or delete %s in any namespace being deleted, so it cannot tell whether any remain; neither can this diagnosis", crd.Resource())})
 		}
-		none := fmt.Sprintf(`kubectl patch customresourcedefinition %s --type=merge -p '{"spec":{"conversion":{"strategy":"None"}}}'`, crd.Name)
+		none := fmt.Sprintf(`kubectl patch customresourcedefinition %s --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}'`, crd.Name)
 		noneWhy := "kube-apiserver then serves the stored objects at every version without converting them (fields of other versions are not translated), so they can be listed and deleted; put the webhook back with its server"
 		if crd.WebhookNamespace != "" && crd.WebhookNamespace == deletingNS {
 			fd.Facts = append(fd.Facts, Fact{"server", fmt.Sprintf("ran in namespace %s, which is being deleted: it cannot come back there (a Terminating namespace refuses new objects)", deletingNS)})

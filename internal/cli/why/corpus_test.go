@@ -39,7 +39,14 @@ func whyCase(t *testing.T, golden string, args ...string) string {
 	}
 	doctortest.AssertSafe(t, out)
 	doctortest.Golden(t, golden, out)
+	doctortest.RunAdvice(t, env.Kubeconfig, out, adviceFails)
 	return out
+}
+
+// adviceFails are the advised commands that fail by design, with what
+// their output then says: the check of a node that no longer exists.
+var adviceFails = map[string]string{
+	"kubectl get node corpus-deleted-node": `nodes "corpus-deleted-node" not found`,
 }
 
 // namespaceState waits until the namespace satisfies ok.
@@ -73,6 +80,13 @@ func TestCorpusMetricsServerAPIService(t *testing.T) {
 	if strings.Count(out, "[BLOCKING]") != 1 {
 		t.Errorf("one cause, want one BLOCKING finding:\n%s", out)
 	}
+	// orphans reports the leftover APIService, and how to delete it.
+	_, out, _ = env.Run(t, "orphans")
+	apiservices := section(out, "APIService without a server")
+	if !strings.Contains(apiservices, "kubectl delete apiservice v1beta1.metrics.k8s.io") {
+		t.Errorf("orphans does not advise deleting the leftover APIService:\n%s", out)
+	}
+	doctortest.RunAdvice(t, env.Kubeconfig, apiservices, nil)
 }
 
 // https://github.com/cert-manager/cert-manager/issues/1399,
@@ -400,6 +414,7 @@ func TestCorpusKyvernoLeftoverWebhook(t *testing.T) {
 		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
 	doctortest.Golden(t, "kyverno-leftover-webhook.orphans.golden", section(out, "fail-closed webhook without a server"))
+	doctortest.RunAdvice(t, env.Kubeconfig, section(out, "fail-closed webhook without a server"), nil)
 }
 
 // section is the group of an orphans report whose title starts with title.
@@ -671,6 +686,7 @@ func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
 		t.Errorf("orphans: exit code %d, want %d", code, cmdutil.ExitFinding)
 	}
 	doctortest.Golden(t, "kubeflow-leftover-mutating-webhook.orphans.golden", section(out, "fail-closed webhook without a server"))
+	doctortest.RunAdvice(t, env.Kubeconfig, section(out, "fail-closed webhook without a server"), nil)
 }
 
 // hostPathVolume creates a PersistentVolume claimed by ns/claim, with

@@ -242,7 +242,8 @@ func lienFindings(f *Facts, objs []objectRef, deleting bool) []Finding {
 			fd.Facts = append(fd.Facts, Fact{"held by", "the lien itself (released when it is deleted)"})
 		case l.Source == "teardown":
 			fd.Facts = append(fd.Facts, Fact{"held by", l.Name + " (the Lien object is gone or unreadable: its label stays until the teardown controller releases it)"})
-			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): kubectl label %s %s- removes the protection, and the deletion then removes them", orNone(l.Reason), strings.Join(h.args, " "), lien.Label))
+			fd.Advice = append(fd.Advice, fmt.Sprintf("if nothing needs the protected objects any more (reason: %s): %s removes the protection, and the deletion then removes them (the tamper policy lets only teardown's controller and the break-glass group %s take lien markers off)",
+				orNone(l.Reason), strings.Join(strings.Fields("kubectl "+f.BreakGlass.Flags+" label "+strings.Join(h.args, " ")+" "+lien.Label+"-"), " "), f.BreakGlass.Group))
 		}
 		fd.Facts = append(fd.Facts, Fact{"protects", names(h.refs)})
 		if c, ok := cycles[l.Name]; ok && l.Source == "teardown" {
@@ -918,7 +919,7 @@ func planFindings(f *Facts, deleting bool) []Finding {
 		fd.Advice = append(fd.Advice, fmt.Sprintf("kubectl get teardown %s -o yaml shows each step's progress and what it waits for", p.Name))
 		if p.Phase == string(v1alpha1.PhaseFailed) {
 			fd.Advice = append(fd.Advice,
-				fmt.Sprintf("once the cause is fixed: kubectl annotate teardown %s %s=%s (what teardown run --from-step writes) runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
+				fmt.Sprintf("once the cause is fixed: kubectl annotate teardown %s %s=%s --overwrite (what teardown run --from-step writes) runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
 				fmt.Sprintf("to give up: kubectl delete teardown %s lets the trigger and what the plan keeps go without the rest of the plan", p.Name))
 		}
 		out = append(out, fd)

@@ -53,7 +53,10 @@ type Facts struct {
 	// target; InstancesFailed says why they could not be listed.
 	Instances       []*resource.Object
 	InstancesFailed string
-	Now             time.Time
+	// BreakGlass is how the user may take lien markers off by hand, read
+	// when the target or its content names a teardown lien.
+	BreakGlass BreakGlass
+	Now        time.Time
 }
 
 // targetIsNamespace: the target is a namespace, held by its content.

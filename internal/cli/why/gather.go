@@ -79,7 +79,7 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 		}
 	}
 
-	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, now); err != nil {
+	if f.Controllers, err = doctor.GatherControllers(ctx, c.Kube, c.Dynamic, now); err != nil {
 		return nil, err
 	}
 	if f.Webhooks, err = doctor.GatherWebhooks(ctx, c.Kube); err != nil {
@@ -88,7 +88,10 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 	if f.APIServices, err = doctor.GatherUnavailableAPIServices(ctx, c.Dynamic); err != nil {
 		return nil, err
 	}
-	f.LienObjects = doctor.GatherLienObjects(ctx, c.Dynamic, lienNames(f))
+	if liens := lienNames(f); len(liens) > 0 {
+		f.LienObjects = doctor.GatherLienObjects(ctx, c.Dynamic, liens)
+		f.BreakGlass = gatherBreakGlass(ctx, c)
+	}
 	f.Plans = doctor.GatherPlans(ctx, c.Dynamic)
 	if !isNamespace {
 		f.NotInForce = gatherNotInForce(ctx, c, f)

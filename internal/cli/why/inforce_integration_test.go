@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -58,6 +59,7 @@ func TestWhyNamesProtectionNotInForce(t *testing.T) {
 	}
 	wantAll(t, out, "protection asked for it is not in force (1, below)",
 		"[info] Lien "+ns+"/keep-s1 names it but does not protect it", "has not handled the lien yet")
+	doctortest.RunAdvice(t, env.Kubeconfig, out, nil)
 
 	_, out, _ = env.Run(t, "why", "configmap/dep", "-n", ns)
 	wantAll(t, out, "its teardown.dev/owners links are not in force",

@@ -4,6 +4,7 @@ package why_test
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -216,12 +217,48 @@ func TestWhyDenyLien(t *testing.T) {
 		"reason:   release record needed to uninstall myfoo cleanly",
 		// The namespace controller deleted the Lien object itself.
 		"held by:  why-lien/keep-release (the Lien object is gone",
-		"kubectl label secret/sh.helm.release.v1.myfoo.v1 -n why-lien teardown.dev/lien-",
+		// The test's user is trusted by the Trust: no break-glass flags.
+		"kubectl label secret/sh.helm.release.v1.myfoo.v1 -n why-lien teardown.dev/lien- removes the protection",
+		"the break-glass group teardown.dev:break-glass",
 		"secret ×1",
 		"lien why-lien/keep-release (Deny): sh.helm.release.v1.myfoo.v1",
 		"NamespaceDeletionContentFailure",
 		"is refused: it is protected by teardown lien(s)",
 	)
+	doctortest.RunAdvice(t, env.Kubeconfig, out, nil)
+
+	// A cluster admin the Trust does not name may not take the marker off:
+	// on this Helm release record the policies put it back (the tamper
+	// policy refuses it on other objects). why gives the break-glass
+	// command, as that admin with its own groups and the break-glass
+	// group, and that one takes it off.
+	asAdmin := []string{"--as=alice", "--as-group=system:masters"}
+	_, out, _ = env.Run(t, append([]string{"why", "namespace/" + ns}, asAdmin...)...)
+	advised := "kubectl --as=alice --as-group=system:masters --as-group=teardown.dev:break-glass label secret/sh.helm.release.v1.myfoo.v1 -n why-lien teardown.dev/lien-"
+	wantAll(t, out, advised+" removes the protection")
+	doctortest.RunAdvice(t, env.Kubeconfig, out, nil)
+	// Run for real: a server-side dry run does not show the mutating
+	// policy's work.
+	labelAfter := func(cmd string) string {
+		if got, err := exec.Command("bash", "-c", cmd).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", cmd, err, got)
+		}
+		got, err := exec.Command("kubectl", "get", "secret", secret.Name, "-n", ns, "-o", `jsonpath={.metadata.labels.teardown\.dev/lien}`).CombinedOutput()
+		switch {
+		case err != nil && strings.Contains(string(got), "NotFound"):
+			return "" // unprotected, the namespace controller deleted it
+		case err != nil:
+			t.Errorf("reading the label: %v\n%s", err, got)
+		}
+		return string(got)
+	}
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	if got := labelAfter("kubectl --as=alice --as-group=system:masters label secret/sh.helm.release.v1.myfoo.v1 -n why-lien teardown.dev/lien-"); got != "true" {
+		t.Errorf("without the break-glass group the lien label became %q; want it kept", got)
+	}
+	if got := labelAfter(advised); got != "" {
+		t.Errorf("the advised command leaves the lien label %q", got)
+	}
 }
 
 // Unknown kind, missing object, wrong argument: one line, exit 2/1/2.
