@@ -111,6 +111,9 @@ type Action struct {
 	// Finalizers to remove (ActionRemoveFinalizers), and Why.
 	Finalizers []string
 	Why        string
+	// Done is set by the executor once kube-apiserver accepted the request
+	// (not when the object was gone or had changed since it was read).
+	Done bool
 }
 
 // String describes the action on one line.

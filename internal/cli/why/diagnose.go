@@ -723,12 +723,7 @@ func namespaceWaitsFindings(f *Facts, deleting bool) []Finding {
 		}
 		fd.Facts = []Fact{{"plan", p.State()}, {"trigger", p.Trigger.GroupKind.Kind + " " + ns + "/" + p.Trigger.Name},
 			{"why", "the namespace controller's DELETEs here are refused (policy teardown-namespace-waits) until the plan has finished, so that it runs with the operator and what it uses in place; the namespace is emptied then"}}
-		fd.Advice = append(fd.Advice, fmt.Sprintf("kubectl get teardowns %s -o yaml shows each step's progress and what it waits for", p.Name))
-		if p.Phase == string(v1alpha1.PhaseFailed) {
-			fd.Advice = append(fd.Advice,
-				fmt.Sprintf("once the cause is fixed: kubectl annotate teardowns %s %s=%s runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
-				fmt.Sprintf("to give up: kubectl delete teardowns %s lets the namespace be emptied without the rest of the plan", p.Name))
-		}
+		fd.Advice = planAdvice(p, "the namespace be emptied")
 		out = append(out, fd)
 	}
 	if len(out) == 0 {
@@ -896,6 +891,18 @@ func keptFacts(p doctor.Plan) []Fact {
 	return append(facts, Fact{"the plan keeps", names(p.Kept)})
 }
 
+// planAdvice is what to do about plan p: follow it and, once it failed,
+// resume it or give up, which lets what goes.
+func planAdvice(p doctor.Plan, lets string) []string {
+	advice := []string{fmt.Sprintf("kubectl get teardown %s -o yaml shows each step's progress and what it waits for", p.Name)}
+	if p.Phase == string(v1alpha1.PhaseFailed) {
+		advice = append(advice,
+			fmt.Sprintf("once the cause is fixed: kubectl annotate teardown %s %s=%s --overwrite (what teardown run --from-step writes) runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
+			fmt.Sprintf("to give up: kubectl delete teardown %s lets %s without the rest of the plan", p.Name, lets))
+	}
+	return advice
+}
+
 // planFindings explain the Teardown plans that deleting the target runs:
 // the trigger's finalizer (a finding of its own) holds it until they have
 // finished; meanwhile they keep what they list.
@@ -916,12 +923,7 @@ func planFindings(f *Facts, deleting bool) []Finding {
 		if len(p.Kept) > 0 {
 			fd.Facts = append(fd.Facts, Fact{"keeps", names(p.Kept) + " (the DELETEs of these are refused until the plan finishes; teardown deletes them then)"})
 		}
-		fd.Advice = append(fd.Advice, fmt.Sprintf("kubectl get teardown %s -o yaml shows each step's progress and what it waits for", p.Name))
-		if p.Phase == string(v1alpha1.PhaseFailed) {
-			fd.Advice = append(fd.Advice,
-				fmt.Sprintf("once the cause is fixed: kubectl annotate teardown %s %s=%s --overwrite (what teardown run --from-step writes) runs it on from there", p.Name, v1alpha1.RunFromStepAnnotation, p.CurrentStep),
-				fmt.Sprintf("to give up: kubectl delete teardown %s lets the trigger and what the plan keeps go without the rest of the plan", p.Name))
-		}
+		fd.Advice = planAdvice(p, "the trigger and what the plan keeps go")
 		out = append(out, fd)
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli"
+	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
@@ -106,7 +107,7 @@ func TestNamespaceDeletionRunsThePlanFirst(t *testing.T) {
 	code := cli.Main(ctx, []string{"teardown", "why", "namespace/" + ns, "--kubeconfig", testenv.Kubeconfig}, &out, &errOut)
 	got := strings.Join(strings.Fields(out.String()), " ")
 	for _, w := range []string{"the namespace's deletion waits for Teardown " + plan.Name + "'s plan", "plan: running step delete-work (1 of 1)",
-		"policy teardown-namespace-waits", "kubectl get teardowns " + plan.Name + " -o yaml"} {
+		"policy teardown-namespace-waits", "kubectl get teardown " + plan.Name + " -o yaml"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("teardown why namespace/%s: the output lacks %q:\n%s%s", ns, w, out.String(), errOut.String())
 		}
@@ -114,6 +115,7 @@ func TestNamespaceDeletionRunsThePlanFirst(t *testing.T) {
 	if code != 1 {
 		t.Errorf("teardown why namespace/%s: exit %d, want 1 (something holds it)", ns, code)
 	}
+	doctortest.RunAdvice(t, testenv.Kubeconfig, out.String(), nil)
 	finalizeWith(t, withToken(t, token), work, cleanup)
 
 	waitPhase(t, plan.Name, v1alpha1.PhaseSucceeded, time.Minute)

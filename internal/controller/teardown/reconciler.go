@@ -496,7 +496,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	}
 	t.Status = res.Status
 	for _, a := range res.Actions {
-		if a.Type == teardown.ActionRemoveFinalizers {
+		if a.Type == teardown.ActionRemoveFinalizers && a.Done {
 			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFinalizersRemoved, "Run",
 				"step %s removed the finalizer(s) %s from %s: %s; what they held back (their remover's cleanup) did not happen",
 				t.Spec.Steps[res.Step].Name, strings.Join(a.Finalizers, ", "), a.Object, a.Why)
@@ -789,7 +789,7 @@ func failedMessage(t *v1alpha1.Teardown) string {
 	if !t.DeletionTimestamp.IsZero() && t.Spec.Trigger != nil {
 		giveUp = "remove the finalizer from " + kept + " (this Teardown is being deleted already)"
 	}
-	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `kubectl annotate teardowns %s %s=%s`; to give up, %s",
+	return fmt.Sprintf("step %s failed: %s. Nothing after it ran; %s keeps the finalizer %s. Once fixed, continue with `kubectl annotate teardown %s %s=%s --overwrite`; to give up, %s",
 		st.Name, st.Message, kept, finalizer, t.Name, v1alpha1.RunFromStepAnnotation, st.Name, giveUp)
 }
 

@@ -220,7 +220,7 @@ func TestTimeoutFailThenResume(t *testing.T) {
 		t.Errorf("step 1: state %s pending %v, want Failed naming the widget", st.State, st.Pending)
 	}
 	c := apimeta.FindStatusCondition(td.Status.Conditions, v1alpha1.ConditionRunning)
-	advice := "`kubectl annotate teardowns " + plan.Name + " " + v1alpha1.RunFromStepAnnotation + "=delete-widgets`"
+	advice := "`kubectl annotate teardown " + plan.Name + " " + v1alpha1.RunFromStepAnnotation + "=delete-widgets --overwrite`"
 	if c == nil || c.Reason != v1alpha1.ReasonFailed || !strings.Contains(c.Message, "Widget "+ns+"/forever") || !strings.Contains(c.Message, advice) {
 		t.Fatalf("Running condition should name the pending widget and how to continue (%s), got %+v", advice, c)
 	}

@@ -426,7 +426,7 @@ func ignoreFailures(hooks []hook, names []string) {
 // resourceVersion just read as preconditions: an object changed or
 // re-created since is left for the next tick to read again.
 func (r *Runner) Do(ctx context.Context, actions []teardown.Action) error {
-	for _, a := range actions {
+	for i, a := range actions {
 		var err error
 		switch a.Type {
 		case teardown.ActionInhibit:
@@ -442,6 +442,7 @@ func (r *Runner) Do(ctx context.Context, actions []teardown.Action) error {
 		if err != nil {
 			return err
 		}
+		actions[i].Done = true
 	}
 	return nil
 }
@@ -466,9 +467,9 @@ func (r *Runner) delete(ctx context.Context, a teardown.Action) error {
 	return err
 }
 
-// removeFinalizers removes a.Finalizers from a.Object, as read: a JSON
-// patch that tests the resourceVersion first, so that an object changed
-// since is read again at the next tick.
+// removeFinalizers removes a.Finalizers from a.Object, as read: a merge
+// patch carrying the resourceVersion read, so that kube-apiserver refuses
+// it (Conflict) if the object changed since, and the next tick reads again.
 func (r *Runner) removeFinalizers(ctx context.Context, a teardown.Action) error {
 	o := a.Object
 	keep := []string{}
@@ -477,10 +478,7 @@ func (r *Runner) removeFinalizers(ctx context.Context, a teardown.Action) error 
 			keep = append(keep, f)
 		}
 	}
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/resourceVersion", "value": o.ResourceVersion},
-		{"op": "replace", "path": "/metadata/finalizers", "value": keep},
-	})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": o.ResourceVersion, "finalizers": keep}})
 	if err != nil {
 		return err
 	}
@@ -488,11 +486,8 @@ func (r *Runner) removeFinalizers(ctx context.Context, a teardown.Action) error 
 	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
 	obj.SetNamespace(o.Namespace)
 	obj.SetName(o.Name)
-	err = r.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
-	if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test operation") {
-		return apierrors.NewConflict(schema.GroupResource{}, o.Name, err) // changed since read
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
+	err = r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("removing finalizers %s from %s: %w", strings.Join(a.Finalizers, ", "), o, r.refusal(err, "patch", obj.GroupVersionKind(), o.Namespace, o.Name))
 	}
 	return err
