@@ -40,7 +40,7 @@ const HelmReleasesOfLabel = "teardown.dev/helm-releases-of"
 // LienTarget names the objects of one kind in the Lien's own namespace.
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
 // +kubebuilder:validation:XValidation:rule="!has(self.__namespace__)",message="a Lien only reaches objects in its own namespace: remove namespace, or use a ClusterLien"
-// +kubebuilder:validation:XValidation:rule="!(self.apiVersion == 'v1' && self.kind in ['Namespace', 'Node', 'PersistentVolume', 'ComponentStatus']) && !(self.apiVersion.startsWith('rbac.authorization.k8s.io/') && self.kind in ['ClusterRole', 'ClusterRoleBinding']) && !(self.apiVersion.startsWith('apiextensions.k8s.io/') && self.kind == 'CustomResourceDefinition') && !(self.apiVersion.startsWith('admissionregistration.k8s.io/') && self.kind in ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']) && !(self.apiVersion.startsWith('storage.k8s.io/') && self.kind in ['StorageClass', 'CSIDriver', 'CSINode', 'VolumeAttachment']) && !(self.apiVersion.startsWith('scheduling.k8s.io/') && self.kind == 'PriorityClass') && !(self.apiVersion.startsWith('apiregistration.k8s.io/') && self.kind == 'APIService') && !(self.apiVersion.startsWith('teardown.dev/') && self.kind in ['ClusterLien', 'Teardown'])",message="this kind is cluster-scoped: a Lien only reaches objects in its own namespace; use a ClusterLien"
+// +kubebuilder:validation:XValidation:rule="!((self.apiVersion.contains('/') ? self.kind + '.' + self.apiVersion.split('/')[0] : self.kind) in ['ComponentStatus', 'Namespace', 'Node', 'PersistentVolume', 'MutatingAdmissionPolicy.admissionregistration.k8s.io', 'MutatingAdmissionPolicyBinding.admissionregistration.k8s.io', 'MutatingWebhookConfiguration.admissionregistration.k8s.io', 'ValidatingAdmissionPolicy.admissionregistration.k8s.io', 'ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io', 'ValidatingWebhookConfiguration.admissionregistration.k8s.io', 'CustomResourceDefinition.apiextensions.k8s.io', 'APIService.apiregistration.k8s.io', 'CertificateSigningRequest.certificates.k8s.io', 'ClusterTrustBundle.certificates.k8s.io', 'FlowSchema.flowcontrol.apiserver.k8s.io', 'PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io', 'IPAddress.networking.k8s.io', 'IngressClass.networking.k8s.io', 'ServiceCIDR.networking.k8s.io', 'RuntimeClass.node.k8s.io', 'ClusterRole.rbac.authorization.k8s.io', 'ClusterRoleBinding.rbac.authorization.k8s.io', 'DeviceClass.resource.k8s.io', 'DeviceTaintRule.resource.k8s.io', 'ResourceSlice.resource.k8s.io', 'PriorityClass.scheduling.k8s.io', 'CSIDriver.storage.k8s.io', 'CSINode.storage.k8s.io', 'StorageClass.storage.k8s.io', 'VolumeAttachment.storage.k8s.io', 'VolumeAttributesClass.storage.k8s.io', 'StorageVersionMigration.storagemigration.k8s.io', 'ClusterLien.teardown.dev', 'Teardown.teardown.dev', 'Trust.teardown.dev'])",fieldPath=".kind",messageExpression="'kind ' + self.kind + ' is cluster-scoped: a Lien only reaches objects in its own namespace; use a ClusterLien'"
 type LienTarget struct {
 	// APIVersion of the objects, as in their manifests: "v1", "apps/v1".
 	// +required
@@ -82,6 +82,7 @@ type LienTarget struct {
 
 // ClusterLienTarget names objects of one kind anywhere in the cluster.
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
+// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || !((self.apiVersion.contains('/') ? self.kind + '.' + self.apiVersion.split('/')[0] : self.kind) in ['ComponentStatus', 'Namespace', 'Node', 'PersistentVolume', 'MutatingAdmissionPolicy.admissionregistration.k8s.io', 'MutatingAdmissionPolicyBinding.admissionregistration.k8s.io', 'MutatingWebhookConfiguration.admissionregistration.k8s.io', 'ValidatingAdmissionPolicy.admissionregistration.k8s.io', 'ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io', 'ValidatingWebhookConfiguration.admissionregistration.k8s.io', 'CustomResourceDefinition.apiextensions.k8s.io', 'APIService.apiregistration.k8s.io', 'CertificateSigningRequest.certificates.k8s.io', 'ClusterTrustBundle.certificates.k8s.io', 'FlowSchema.flowcontrol.apiserver.k8s.io', 'PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io', 'IPAddress.networking.k8s.io', 'IngressClass.networking.k8s.io', 'ServiceCIDR.networking.k8s.io', 'RuntimeClass.node.k8s.io', 'ClusterRole.rbac.authorization.k8s.io', 'ClusterRoleBinding.rbac.authorization.k8s.io', 'DeviceClass.resource.k8s.io', 'DeviceTaintRule.resource.k8s.io', 'ResourceSlice.resource.k8s.io', 'PriorityClass.scheduling.k8s.io', 'CSIDriver.storage.k8s.io', 'CSINode.storage.k8s.io', 'StorageClass.storage.k8s.io', 'VolumeAttachment.storage.k8s.io', 'VolumeAttributesClass.storage.k8s.io', 'StorageVersionMigration.storagemigration.k8s.io', 'ClusterLien.teardown.dev', 'Teardown.teardown.dev', 'Trust.teardown.dev'])",fieldPath=".namespace",messageExpression="'kind ' + self.kind + ' is cluster-scoped: remove namespace (with it, the rights to this entry would be checked in namespace ' + self.__namespace__ + ' instead of cluster-wide)'"
 type ClusterLienTarget struct {
 	// APIVersion of the objects, as in their manifests: "v1", "apps/v1".
 	// +required
@@ -106,7 +107,9 @@ type ClusterLienTarget struct {
 	// +kubebuilder:validation:MaxLength=63
 	Resource string `json:"resource,omitempty"`
 	// Namespace of the objects; required for namespaced kinds, not allowed
-	// for cluster-scoped ones.
+	// for cluster-scoped ones: refused at admission for the cluster-scoped
+	// kinds of Kubernetes' own groups and teardown.dev, and by the
+	// controller (Ready=False, InvalidTarget) for others, a CRD's.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
@@ -276,6 +279,31 @@ type LienStatus struct {
 	// objects of that kind it follows, each with its Lien in place.
 	// +optional
 	Followed int32 `json:"followed,omitempty"`
+	// Marked lists the kinds (with the namespace) of the objects this lien
+	// may have put its entry on; the controller records a kind here before
+	// it marks the first object of it. A release (the lien deleted, or its
+	// spec no longer naming a kind) takes the lien's entry off every object
+	// of these kinds that carries it, found by the lien label, not only off
+	// the kinds its spec names now. A kind goes once nothing of it carries
+	// the entry. At most 128.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	Marked []MarkedKind `json:"marked,omitempty"`
+}
+
+// MarkedKind is a kind of objects a lien put its entry on, in one
+// namespace ("" for a cluster-scoped kind).
+type MarkedKind struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Lien keeps objects in its own namespace from being deleted while its

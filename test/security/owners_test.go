@@ -286,11 +286,14 @@ func TestEveryAddedLinkIsChecked(t *testing.T) {
 // namespace") links a ConfigMap of its namespace to another tenant's
 // Namespace, giving the link its own namespace: {kind: Namespace,
 // namespace: evil, name: victim, uid: victim's uid}. teardown-owner-links
-// checks the right in the linker's namespace, where it may do anything, so
-// admission lets it through; a Lien then keeps the ConfigMap. The dependent
-// side calls the link invalid, and the owner side must too: the victim
-// Namespace, policy Foreground, does not wait for the ConfigMap, and its
-// deletion ends.
+// checked the right in the linker's namespace, where it may do anything,
+// and let it through; it now refuses it (TestWrongScopeIsRefusedAtAdmission
+// for every kind). The controller must not rely on that (a link written
+// before the policy, or of a CRD's cluster-scoped kind, which CEL cannot
+// know): the cluster admin writes the link, and the tenant's Lien keeps
+// the ConfigMap. The dependent side calls the link invalid, and the owner
+// side must too: the victim Namespace, policy Foreground, does not wait
+// for the ConfigMap, and its deletion ends.
 // Dependents were indexed by the owner's UID alone, so the victim was held
 // and stayed Terminating, waiting for a dependent the tenant's lien kept.
 func TestALinkInTheWrongScopeHoldsNoOwner(t *testing.T) {
@@ -311,8 +314,12 @@ func TestALinkInTheWrongScopeHoldsNoOwner(t *testing.T) {
 		Labels:      map[string]string{dependents.OwnedLabel: "true"},
 		Annotations: map[string]string{dependents.OwnersAnnotation: link},
 	}}
-	if err := tenant.Create(ctx, hook); err != nil {
-		t.Fatalf("the tenant creating its dependent (admission checks the link in the tenant's namespace): %v", err)
+	refused(t, "the tenant's link to a Namespace with a namespace", tenant.Create(ctx, hook.DeepCopy(), client.DryRunAll),
+		"kind Namespace is cluster-scoped: remove namespace from the link")
+	// The cluster admin is trusted (a controller user of the test's Trust):
+	// the link is written as if before the policy refused it.
+	if err := admin.Create(ctx, hook); err != nil {
+		t.Fatalf("the cluster admin creating the dependent: %v", err)
 	}
 	keep := &v1alpha1.Lien{
 		ObjectMeta: metav1.ObjectMeta{Namespace: evil, Name: "keep-hook"},

@@ -355,6 +355,9 @@ func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.O
 		if desired, err = r.resolveTargets(ctx, o, protect, f); err != nil {
 			return err
 		}
+		if err := r.recordMarked(ctx, o, desired); err != nil {
+			return err
+		}
 	}
 	protected, released, err := r.apply(ctx, o, held, desired, f)
 	if err == nil {
@@ -377,6 +380,9 @@ func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.O
 		r.nudge(ctx, ns)
 	}
 	st.ObservedGeneration = o.GetGeneration()
+	// Every object of the other kinds let go of the entry (apply): only
+	// the kinds marked now stay.
+	st.Marked = markedKinds(desired)
 	st.Protected = protected
 	st.HeldBy = holders
 	st.ProtectedCount = int32(countState(protected, v1alpha1.StateProtected))
@@ -755,16 +761,80 @@ func (r *Reconciler) objectProblem(ctx context.Context, f *findings, obj *metav1
 	return true
 }
 
-// carrying lists, live, the objects of the kinds this lien protects that
-// carry its entry, found by the lien label (server-side) and the
-// annotation. Broken markers found on the way are repaired first.
+// markedKinds is the kinds (with the namespace) of objs, sorted, each once.
+func markedKinds(objs []metav1.PartialObjectMetadata) []v1alpha1.MarkedKind {
+	var out []v1alpha1.MarkedKind
+	for i := range objs {
+		k := v1alpha1.MarkedKind{APIVersion: objs[i].APIVersion, Kind: objs[i].Kind, Namespace: objs[i].Namespace}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	sortMarked(out)
+	return out
+}
+
+func sortMarked(ks []v1alpha1.MarkedKind) {
+	slices.SortFunc(ks, func(a, b v1alpha1.MarkedKind) int {
+		return strings.Compare(a.APIVersion+"|"+a.Kind+"|"+a.Namespace, b.APIVersion+"|"+b.Kind+"|"+b.Namespace)
+	})
+}
+
+// recordMarked adds the kinds of desired that o's status.marked lacks to
+// it, in a status write of its own, before any object of them is marked:
+// a controller stopped between marking an object and writing the status,
+// or a spec changed meanwhile, still leaves the kind where a release looks
+// (carrying). A conflict is returned as such (the reconcile requeues).
+func (r *Reconciler) recordMarked(ctx context.Context, o object, desired []metav1.PartialObjectMetadata) error {
+	marked := slices.Clone(o.status().Marked)
+	n := len(marked)
+	for _, k := range markedKinds(desired) {
+		if !slices.Contains(marked, k) {
+			marked = append(marked, k)
+		}
+	}
+	if len(marked) == n {
+		return nil
+	}
+	sortMarked(marked)
+	base, obj := o.deepCopy(), o.deepCopy()
+	obj.status().Marked = marked
+	if err := r.Client.Status().Patch(ctx, obj.unwrap(), client.MergeFromWithOptions(base.unwrap(), client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("recording the kinds %s marks in its status: %w", klog.KObj(o), err)
+	}
+	o.SetResourceVersion(obj.GetResourceVersion())
+	o.status().Marked = marked
+	return nil
+}
+
+// carrying lists, live, the objects that carry this lien's entry, found by
+// the lien label (server-side) and the annotation: of the kinds its spec
+// protects, and of every kind its status says it marked, which a spec
+// changed since no longer names. Broken markers found on the way are
+// repaired first.
 func (r *Reconciler) carrying(ctx context.Context, o object, key string) ([]metav1.PartialObjectMetadata, error) {
 	protect, _, _, _ := o.spec()
+	var kinds []resolved
+	for _, x := range protect {
+		if res, msg, _ := r.resolve(o, x); msg == "" {
+			kinds = append(kinds, res)
+		}
+	}
+	for _, m := range o.status().Marked {
+		gv, err := schema.ParseGroupVersion(m.APIVersion)
+		if err != nil {
+			continue
+		}
+		res := resolved{gvk: gv.WithKind(m.Kind), namespace: m.Namespace}
+		if o.namespaced() {
+			res.namespace = o.GetNamespace() // a Lien marks nothing elsewhere
+		}
+		kinds = append(kinds, res)
+	}
 	done := map[resolved]bool{}
 	var out []metav1.PartialObjectMetadata
-	for _, x := range protect {
-		res, msg, _ := r.resolve(o, x)
-		if msg != "" || done[res] {
+	for _, res := range kinds {
+		if done[res] {
 			continue
 		}
 		done[res] = true

@@ -411,7 +411,7 @@ func TestBadInput(t *testing.T) {
 		{"name and selector", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret", Name: "s", Selector: &metav1.LabelSelector{}}}, Reason: "r"}, "spec.protect[0]|set exactly one of name and selector"},
 		{"neither", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret"}}, Reason: "r"}, "spec.protect[0]"},
 		{"other namespace", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret", Name: "s", Namespace: "kube-system"}}, Reason: "r"}, "spec.protect[0]|a Lien only reaches objects in its own namespace"},
-		{"cluster-scoped kind", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{target("rbac.authorization.k8s.io/v1", "ClusterRole", "admin")}, Reason: "r"}, "spec.protect[0]|this kind is cluster-scoped"},
+		{"cluster-scoped kind", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{target("rbac.authorization.k8s.io/v1", "ClusterRole", "admin")}, Reason: "r"}, "spec.protect[0].kind|kind ClusterRole is cluster-scoped"},
 		{"holder in another namespace", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{target("v1", "Secret", "s")}, HeldBy: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Pod", Name: "p", Namespace: "x"}}, Reason: "r"}, "spec.heldBy[0]|a Lien only reaches objects in its own namespace"},
 		{"mode", v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{target("v1", "Secret", "s")}, Mode: "Maybe", Reason: "r"}, "spec.mode"},
 	}

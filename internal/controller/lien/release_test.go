@@ -4,8 +4,10 @@ package lien
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,5 +76,89 @@ func TestRefusedReleaseIsNotHeld(t *testing.T) {
 	}
 	if err := k.Get(ctx, client.ObjectKeyFromObject(kept), kept); err != nil || kept.Labels[lien.Label] != lien.LabelDeny {
 		t.Errorf("the Secret after the refused release: %v, label %q; want still protected", err, kept.Labels[lien.Label])
+	}
+}
+
+// TestReleaseFindsEveryKindItMarked: a Lien protects ConfigMaps; while the
+// controller is down (killed between marking an object and recording it in
+// status), a ConfigMap carries the lien's entry that status does not list,
+// and the lien's spec moves to Secrets. Once the controller is back, every
+// ConfigMap loses the entry at once, with no event on them: the release
+// lists each kind status.marked names, not only those the spec names now.
+// Before, it looked only at the kinds of the current spec and at
+// status.protected, and the unlisted ConfigMap kept the Deny entry until
+// something touched it.
+func TestReleaseFindsEveryKindItMarked(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "marked")
+	a1 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a1", Labels: map[string]string{"app": "a"}}}
+	b1 := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b1", Labels: map[string]string{"app": "b"}}}
+	for _, o := range []client.Object{a1, b1} {
+		if err := k.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moves"},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}},
+			Reason:  "r",
+		},
+	}
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, a1, lien.LabelDeny)
+	waitCondition(t, l, &l.Status, v1alpha1.ConditionHeld, metav1.ConditionTrue, v1alpha1.ReasonHeld)
+	if want := []v1alpha1.MarkedKind{{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns}}; !slices.Equal(l.Status.Marked, want) {
+		t.Errorf("status.marked %v, want %v", l.Status.Marked, want)
+	}
+
+	stopController()
+	running := false
+	defer func() {
+		if !running {
+			if err := startController(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	// What a controller killed after marking a2, before writing the status,
+	// leaves (k is trusted, as the controller is).
+	a2 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a2"}}
+	if _, err := lien.Set(a2, entryFor(lienObj{l})); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Create(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.Protect = []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}}}}
+	if err := k.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := startController(); err != nil {
+		t.Fatal(err)
+	}
+	running = true
+
+	waitLabel(t, b1, lien.LabelDeny)
+	for _, cm := range []*corev1.ConfigMap{a1, a2} {
+		eventually(t, 30*time.Second, "the entry off ConfigMap "+cm.Name, func(ctx context.Context) (bool, error) {
+			if err := k.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+				return false, err
+			}
+			return cm.Labels[lien.Label] == "" && cm.Annotations[lien.Annotation] == "", nil
+		})
+	}
+	eventually(t, 30*time.Second, "status.marked to name only Secrets", func(ctx context.Context) (bool, error) {
+		if err := k.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			return false, err
+		}
+		return slices.Equal(l.Status.Marked, []v1alpha1.MarkedKind{{APIVersion: "v1", Kind: "Secret", Namespace: ns}}), nil
+	})
+	for _, cm := range []*corev1.ConfigMap{a1, a2} {
+		if err := k.Delete(ctx, cm); err != nil {
+			t.Errorf("deleting ConfigMap %s after the release: %v", cm.Name, err)
+		}
 	}
 }
