@@ -52,7 +52,7 @@ func TestUninstallWithTeardown(t *testing.T) {
 		if err := e.WaitRecordsGone(ctx); err != nil {
 			t.Error(err)
 		}
-		e.Settle()
+		e.Settle(ctx)
 		got := harness.Leftovers(before, snapshot(ctx, t))
 		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
 		if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
@@ -73,7 +73,7 @@ func TestUninstallWithTeardown(t *testing.T) {
 			t.Errorf("kubectl delete ns: exit %d, want 0 (the namespace gone)", r.Code)
 		}
 		phase := e.WaitPlanEnded(ctx)
-		e.Settle()
+		e.Settle(ctx)
 		got := harness.Leftovers(before, snapshot(ctx, t))
 		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
 		if diff := cmp.Diff(chartCRDs, got); diff != "" {

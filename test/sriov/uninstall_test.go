@@ -36,7 +36,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		if diff := cmp.Diff([]int{0}, codes); diff != "" {
 			t.Errorf("the pre-delete hook's attempts' exit codes (-want +got):\n%s", diff)
 		}
-		e.Settle()
+		e.Settle(ctx)
 		got := harness.Leftovers(before, snapshot(ctx, t))
 		if diff := cmp.Diff(helmUninstallLeftovers, got); diff != "" {
 			t.Errorf("left after helm uninstall (-want +got):\n%s", diff)
@@ -49,7 +49,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 
 		r := e.Command(2*time.Minute, "kubectl", "delete", "ns", ns)
 		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, r.Code, r.Took.Round(time.Millisecond), r.Out)
-		e.Settle()
+		e.Settle(ctx)
 		got := harness.Leftovers(before, snapshot(ctx, t))
 		// The namespace controller deletes the SriovNetworks and the
 		// operator's Pod at about the same time: if the operator

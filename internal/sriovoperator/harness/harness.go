@@ -122,6 +122,9 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
 	}
+	// The Pods it makes from the chart's templates draw deprecation
+	// warnings (node-role.kubernetes.io/master): not printed.
+	opts.Config = Quiet(opts.Config)
 	rel, helm, err := Tools(ctx, opts.Progress)
 	if err != nil {
 		return nil, err
@@ -422,15 +425,31 @@ func (e *Env) startDaemonSet(ctx context.Context, name, service string) (*Proces
 }
 
 // Settle waits until the operator and its webhook server have stopped or
-// had ten seconds to act after a command, then five seconds more for the
-// garbage collector: what is left is then what stays. It logs what the
+// had ten seconds to act after a command, then five seconds more, then
+// (at most two minutes) until the garbage collector has deleted every
+// namespaced object whose owner is gone: kube-controller-manager's
+// collector rediscovers resource types every 30 seconds, so the
+// dependents of a custom resource whose CRD is a few seconds old can go
+// that much later. What is left is then what stays. It logs what the
 // operator did on exit.
-func (e *Env) Settle() {
+func (e *Env) Settle(ctx context.Context) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && (e.Operator.Running() || e.Webhook.Running()) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(5 * time.Second) // garbage collection of what was owned
+	var waiting []string
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := Snapshot(ctx, e.opts.Config)
+		if err != nil {
+			return false, nil
+		}
+		waiting = orphaned(s)
+		return len(waiting) == 0, nil
+	})
+	if len(waiting) > 0 {
+		e.opts.Log("still owned by an object that is gone after 2m:\n%s", strings.Join(waiting, "\n"))
+	}
 	e.opts.Log("operator running: %t, webhook server running: %t", e.Operator.Running(), e.Webhook.Running())
 	var shutdown []string
 	for l := range strings.Lines(e.Operator.Log()) {

@@ -54,6 +54,9 @@ func Snapshot(ctx context.Context, cfg *rest.Config) (map[string]Object, error) 
 			for _, it := range items.Items {
 				o := Object{GVR: gvr, Namespace: it.GetNamespace(), Name: it.GetName(), UID: it.GetUID(),
 					Finalizers: it.GetFinalizers(), Deleting: it.GetDeletionTimestamp() != nil}
+				for _, ref := range it.GetOwnerReferences() {
+					o.Owners = append(o.Owners, ref.UID)
+				}
 				objs[o.String(it.GetGenerateName())] = o
 			}
 		}
@@ -68,6 +71,31 @@ type Object struct {
 	UID             types.UID
 	Finalizers      []string
 	Deleting        bool
+	// Owners are the UIDs of its ownerReferences.
+	Owners []types.UID
+}
+
+// orphaned lists the namespaced objects of snapshot that the garbage
+// collector has still to delete: an owner gone, and not being deleted.
+func orphaned(snapshot map[string]Object) []string {
+	uids := map[types.UID]bool{}
+	for _, o := range snapshot {
+		uids[o.UID] = true
+	}
+	var left []string
+	for k, o := range snapshot {
+		if o.Namespace == "" || o.Deleting {
+			continue
+		}
+		for _, owner := range o.Owners {
+			if !uids[owner] {
+				left = append(left, k)
+				break
+			}
+		}
+	}
+	slices.Sort(left)
+	return left
 }
 
 // String is the resource, namespace and name (a generated name as its
