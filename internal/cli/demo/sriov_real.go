@@ -195,7 +195,7 @@ func (r *sriovRun) helmUninstall(ctx context.Context, withPlan bool) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	r.e.say("helm uninstall %s -n %s: exit %d after %s (the pre-delete hook: exit %v): %s%s\nleft: %s",
+	r.e.say("helm uninstall %s -n %s: exit %d after %s (the pre-delete hook: exit %v): %s%s\nleft:%s",
 		harness.Release, harness.Namespace, res.Code, res.Took.Round(100*time.Millisecond), codes, last, detail, orNothingList(left))
 	return left, harness.RemoveAll(ctx, r.e.Config, before)
 }
@@ -231,10 +231,10 @@ func (r *sriovRun) deleteNamespace(ctx context.Context, withPlan bool) ([]string
 		}
 	}
 	if res.Killed {
-		r.e.say("kubectl delete ns %s: still waiting after %s (it would wait for ever): interrupted, the namespace stays Terminating\nwhat keeps it: %s\nleft: %s",
+		r.e.say("kubectl delete ns %s: still waiting after %s (it would wait for ever): interrupted, the namespace stays Terminating\nwhat keeps it:%s\nleft:%s",
 			harness.Namespace, bound, orNothingList(stuck), orNothingList(left))
 	} else {
-		r.e.say("kubectl delete ns %s: exit %d after %s%s\nleft: %s", harness.Namespace, res.Code, res.Took.Round(100*time.Millisecond), detail, orNothingList(left))
+		r.e.say("kubectl delete ns %s: exit %d after %s%s\nleft:%s", harness.Namespace, res.Code, res.Took.Round(100*time.Millisecond), detail, orNothingList(left))
 	}
 	return left, res.Killed, harness.RemoveAll(ctx, r.e.Config, before)
 }
@@ -326,10 +326,11 @@ func prefixed(prefix string, items []string) []string {
 	return out
 }
 
-// orNothingList is items, one a line, or "nothing".
+// orNothingList is items, one a line after a first line ending in a
+// colon, or " nothing".
 func orNothingList(items []string) string {
 	if len(items) == 0 {
-		return "nothing"
+		return " nothing"
 	}
 	return "\n  " + strings.Join(items, "\n  ")
 }
