@@ -32,9 +32,10 @@ import (
 )
 
 const (
-	// Namespace and Release are what the operator's docs install into.
+	// Namespace is what the operator's docs install into.
 	Namespace = "sriov-network-operator"
-	Release   = "sriov-network-operator"
+	// Release is the release name they install.
+	Release = "sriov-network-operator"
 	// operatorWebhookService and injectorService are the Services the
 	// operator's webhook configurations name.
 	operatorWebhookService = "operator-webhook-service"
@@ -196,7 +197,9 @@ func (e *Env) Command(timeout time.Duration, name string, args ...string) Result
 	case err = <-done:
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
-		<-done
+		if err := <-done; err == nil {
+			return Result{Out: out.String(), Took: time.Since(started)} // it ended before the kill
+		}
 		return Result{Out: out.String() + fmt.Sprintf("\n(killed: still running after %s)", timeout), Code: -1, Took: time.Since(started), Killed: true}
 	}
 	r := Result{Out: out.String(), Took: time.Since(started)}
@@ -308,7 +311,11 @@ func (e *Env) Install(ctx context.Context, extraValues ...string) error {
 	}}
 	_, err = e.Dyn.Resource(configGVR).Namespace(Namespace).Create(ctx, other, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if want := "only default SriovOperatorConfig in " + Namespace + " namespace is used"; err == nil || !strings.Contains(err.Error(), want) {
-		return fmt.Errorf("creating SriovOperatorConfig not-default: %v, want the operator's webhook to refuse it: %q", err, want)
+		got := "accepted"
+		if err != nil {
+			got = err.Error()
+		}
+		return fmt.Errorf("creating SriovOperatorConfig not-default: %s, want the operator's webhook to refuse it: %q", got, want)
 	}
 
 	for i, n := range NetworkNamespaces {

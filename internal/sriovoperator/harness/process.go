@@ -62,7 +62,7 @@ func (e *Env) start(ctx context.Context, name string, id *podtoken.Identity, bin
 		_ = logFile.Close()
 		close(p.exited)
 	}()
-	go p.kubelet(e.Kube, id.Pod)
+	go p.kubelet(context.WithoutCancel(ctx), e.Kube, id.Pod)
 	e.procs = append(e.procs, p)
 	return p, nil
 }
@@ -76,8 +76,9 @@ func (p *Process) close() {
 // kubelet plays pod's kubelet for p: once the Pod is being deleted, it
 // stops p within the Pod's grace period and then deletes the Pod with none,
 // as a kubelet does once the Pod's containers stopped.
-func (p *Process) kubelet(kube kubernetes.Interface, pod *corev1.Pod) {
-	ctx := context.Background()
+// It runs until the Env is closed, whatever becomes of the ctx it was
+// started with.
+func (p *Process) kubelet(ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) {
 	for {
 		select {
 		case <-p.stopKube:
