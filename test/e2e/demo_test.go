@@ -17,7 +17,9 @@ import (
 
 // TestDemoScenarios replays problems 1 and 2 as `teardown demo` does: what
 // Kubernetes leaves behind without teardown, and that nothing is left with
-// it.
+// it. The real sriov-network-operator scenario is asserted in test/sriov
+// (TestDemoScenario): its webhook configurations are cluster-wide and its
+// namespace fixed, so it needs a control plane of its own.
 func TestDemoScenarios(t *testing.T) {
 	tests := []struct {
 		scenario    string

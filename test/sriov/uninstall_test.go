@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 )
 
 // TestUninstallWithoutTeardown is the honest baseline of issue 25: the real
@@ -24,35 +26,31 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("helm uninstall", func(t *testing.T) {
-		e := newEnv(ctx, t)
-		before := snapshot(ctx, t)
-		t.Cleanup(func() { removeAll(ctx, t, before) })
-		e.install(ctx)
+		e, before := newEnv(ctx, t, "")
+		install(ctx, t, e)
 
-		r, codes := e.helmUninstall(ctx)
-		if r.code != 0 || !strings.Contains(r.out, `release "`+release+`" uninstalled`) {
-			t.Errorf("helm uninstall: exit %d, want 0 and release uninstalled", r.code)
+		r, codes := helmUninstall(ctx, t, e)
+		if r.Code != 0 || !strings.Contains(r.Out, `release "`+release+`" uninstalled`) {
+			t.Errorf("helm uninstall: exit %d, want 0 and release uninstalled", r.Code)
 		}
 		if diff := cmp.Diff([]int{0}, codes); diff != "" {
 			t.Errorf("the pre-delete hook's attempts' exit codes (-want +got):\n%s", diff)
 		}
-		e.settle(ctx)
-		got := leftovers(before, snapshot(ctx, t))
+		e.Settle(ctx)
+		got := harness.Leftovers(before, snapshot(ctx, t))
 		if diff := cmp.Diff(helmUninstallLeftovers, got); diff != "" {
 			t.Errorf("left after helm uninstall (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
-		e := newEnv(ctx, t)
-		before := snapshot(ctx, t)
-		t.Cleanup(func() { removeAll(ctx, t, before) })
-		e.install(ctx)
+		e, before := newEnv(ctx, t, "")
+		install(ctx, t, e)
 
-		out, code, took := e.command(2*time.Minute, "kubectl", "delete", "ns", ns)
-		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, code, took.Round(time.Millisecond), out)
-		e.settle(ctx)
-		got := leftovers(before, snapshot(ctx, t))
+		r := e.Command(2*time.Minute, "kubectl", "delete", "ns", ns)
+		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, r.Code, r.Took.Round(time.Millisecond), r.Out)
+		e.Settle(ctx)
+		got := harness.Leftovers(before, snapshot(ctx, t))
 		// The namespace controller deletes the SriovNetworks and the
 		// operator's Pod at about the same time: if the operator
 		// reconciles the SriovNetworks' deletion first, it deletes their
@@ -70,35 +68,16 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		}
 		// What the operator's exit left of its webhooks (it sets them to
 		// Ignore on exit when it still may).
-		if vwc, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "sriov-operator-webhook-config", metav1.GetOptions{}); err == nil {
+		if vwc, err := e.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "sriov-operator-webhook-config", metav1.GetOptions{}); err == nil {
 			t.Logf("validatingwebhookconfiguration sriov-operator-webhook-config: failurePolicy %s", *vwc.Webhooks[0].FailurePolicy)
 		}
-		nsObj, err := e.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		nsObj, err := e.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err == nil {
 			for _, c := range nsObj.Status.Conditions {
 				t.Logf("namespace %s: %s=%s %s", ns, c.Type, c.Status, c.Message)
 			}
 		}
 	})
-}
-
-// settle waits until the operator and its webhook server have stopped or
-// had ten seconds to act after the command: what is left is then what
-// stays.
-func (e *env) settle(ctx context.Context) {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && (e.operator.running() || e.webhook.running()) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	time.Sleep(5 * time.Second) // garbage collection of what was owned
-	e.t.Logf("operator running: %t, webhook server running: %t", e.operator.running(), e.webhook.running())
-	var shutdown []string
-	for l := range strings.Lines(e.operator.log()) {
-		if strings.Contains(l, "utils/shutdown.go") {
-			shutdown = append(shutdown, l)
-		}
-	}
-	e.t.Logf("what the operator did on exit (pkg/utils/shutdown.go):\n%s", strings.Join(shutdown, ""))
 }
 
 // helmUninstallLeftovers is what `helm uninstall` leaves. The hook deleted

@@ -28,7 +28,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, out, errOut io.Writer) *co
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			restCfg, stop, err := o.cluster(cmd, flags, errOut)
+			restCfg, local, stop, err := o.cluster(cmd, flags, errOut)
 			if err != nil {
 				return err
 			}
@@ -39,23 +39,27 @@ func NewCommand(flags *genericclioptions.ConfigFlags, out, errOut io.Writer) *co
 				return err
 			}
 			env.Progress = errOut
+			if local != nil {
+				env.Services = local
+			}
 			_, err = Run(ctx, env)
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&o.UseCluster, "use-cluster", false, "run on the cluster of --kubeconfig/--context instead of a new local control plane (creates and deletes namespace foohome and CRD foos.example.com)")
+	cmd.Flags().BoolVar(&o.UseCluster, "use-cluster", false, "run on the cluster of --kubeconfig/--context instead of a new local control plane (creates and deletes namespace foohome and CRD foos.example.com; the real sriov-network-operator scenario needs the local control plane and is skipped)")
 	return cmd
 }
 
-// cluster returns the cluster to run on and how to let go of it.
-func (o *Options) cluster(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, errOut io.Writer) (*rest.Config, func(), error) {
+// cluster returns the cluster to run on, the local control plane when it
+// is one, and how to let go of it.
+func (o *Options) cluster(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, errOut io.Writer) (*rest.Config, *localcluster.Cluster, func(), error) {
 	if o.UseCluster {
 		cfg, err := cmdutil.Connect(cmd.Context(), flags)
-		return cfg, func() {}, err
+		return cfg, nil, func() {}, err
 	}
 	c, err := localcluster.Start(cmd.Context(), localcluster.Options{Progress: errOut})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return c.RESTConfig(), func() { _ = c.Stop() }, nil
+	return c.RESTConfig(), c, func() { _ = c.Stop() }, nil
 }

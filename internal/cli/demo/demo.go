@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 )
 
 // Scenario is one replayed problem.
@@ -49,6 +50,10 @@ type Env struct {
 	// Progress is where slow preparations (building examples/helm-operator
 	// the first time) report how far they are; nil shows nothing.
 	Progress io.Writer
+	// Services routes a Service to a local process: the local control
+	// plane's. Nil on another cluster (--use-cluster), where the
+	// real-operator scenario is skipped.
+	Services harness.Services
 	out      io.Writer
 	step     int
 }
@@ -63,7 +68,7 @@ func NewEnv(cfg *rest.Config, out io.Writer) (*Env, error) {
 }
 
 // Scenarios are the problems the demo replays, in order.
-var Scenarios = []Scenario{namespaceOrphansClusterScoped, operatorUninstall, crossScopeOwners, whyStuckNamespace}
+var Scenarios = []Scenario{namespaceOrphansClusterScoped, operatorUninstall, crossScopeOwners, whyStuckNamespace, realSriovUninstall}
 
 // Lookup returns the scenario with the given name, or nil.
 func Lookup(name string) *Scenario {

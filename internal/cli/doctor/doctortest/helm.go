@@ -2,7 +2,6 @@ package doctortest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,45 +10,18 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
+
+	"github.com/teardown-dev/teardown/internal/helmcli"
 )
 
 // HelmVersion is the real Helm client the orphans scenario installs with.
-const HelmVersion = "v3.22.0"
+const HelmVersion = helmcli.Version
 
 // EnsureHelm returns the path of a helm binary built from helm.sh/helm/v3
-// at HelmVersion into cacheDir, building it once (about 3 minutes cold)
-// and never again while it is there.
+// at HelmVersion into cacheDir (helmcli.Ensure, progress on stderr).
 func EnsureHelm(ctx context.Context, cacheDir string) (string, error) {
-	dir := filepath.Join(cacheDir, "helm-"+HelmVersion)
-	bin := filepath.Join(dir, "helm")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", cacheDir, err)
-	}
-	tmp, err := os.MkdirTemp(cacheDir, "helm-build-")
-	if err != nil {
-		return "", fmt.Errorf("creating a build directory: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	fmt.Fprintf(os.Stderr, "doctortest: building helm %s into %s (once)\n", HelmVersion, dir)
-	cmd := exec.CommandContext(ctx, "go", "install", "helm.sh/helm/v3/cmd/helm@"+HelmVersion)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building helm %s: %w\n%s", HelmVersion, err, out)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
-	if err := os.Rename(filepath.Join(tmp, "helm"), bin); err != nil {
-		return "", fmt.Errorf("installing helm into %s: %w", dir, err)
-	}
-	return bin, nil
+	return helmcli.Ensure(ctx, cacheDir, os.Stderr)
 }
 
 // Helm runs the helm binary against the control plane, with its own
@@ -72,23 +44,9 @@ func (e *Env) Helm(t *testing.T, helm string, args ...string) string {
 }
 
 // CompleteJob reports job complete, as kube-controller-manager would once
-// its pod succeeded. The local control plane runs no kubelet: a test that
-// plays a Helm hook's Job runs what the Job would run, then reports it done
-// with this, and helm goes on.
+// its pod succeeded (helmcli.CompleteJob).
 func CompleteJob(ctx context.Context, jobs batchv1client.JobInterface, job *batchv1.Job) error {
-	now := metav1.Now()
-	job = job.DeepCopy()
-	job.Status = batchv1.JobStatus{
-		StartTime: &now, CompletionTime: &now, Succeeded: 1,
-		Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
-	}
-	if _, err := jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("reporting job %s complete: %w", job.Name, err)
-	}
-	return nil
+	return helmcli.CompleteJob(ctx, jobs, job)
 }
 
 // HelmUninstall starts `helm uninstall --wait` of release in the
