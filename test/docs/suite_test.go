@@ -3,13 +3,11 @@
 package docs
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/teardown-dev/teardown/internal/testenv"
@@ -69,29 +67,11 @@ func TestMain(m *testing.M) {
 // in the markdown file (relative to the repository root).
 func shellBlock(t *testing.T, file, heading string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repo, file))
+	lines, err := testenv.ShellBlock(filepath.Join(repo, file), heading)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var lines []string
-	found, in := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case !found:
-			found = strings.TrimSpace(l) == heading
-		case !in && strings.TrimSpace(l) == "```sh":
-			in = true
-		case in && strings.TrimSpace(l) == "```":
-			return lines
-		case in:
-			lines = append(lines, l)
-		}
-	}
-	t.Fatalf("%s: no sh block after %q", file, heading)
-	return nil
+	return lines
 }
 
 // command is one line of a block as bash runs it: in work, with HOME set.
