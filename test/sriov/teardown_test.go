@@ -22,8 +22,10 @@ const exampleValues = "../../examples/sriov-network-operator/values.yaml"
 
 // TestUninstallWithTeardown is TestUninstallWithoutTeardown with teardown
 // installed and its controller running, and the plan added to the release
-// through the chart's extraDeploy, as a chart user would add it. helm and
-// kubectl act as a user teardown's lien policies do not trust.
+// through the chart's extraDeploy, as a chart user would add it: the
+// install block and the two paths' commands of docs/teardown.md's example,
+// run as written. helm and kubectl act as a user teardown's lien policies
+// do not trust.
 func TestUninstallWithTeardown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -38,7 +40,11 @@ func TestUninstallWithTeardown(t *testing.T) {
 	t.Run("helm uninstall", func(t *testing.T) {
 		e, before := installWithPlan(ctx, t)
 
-		r, codes := helmUninstall(ctx, t, e)
+		line := documentedCommand(t, "helm uninstall ")
+		r, codes, err := e.HelmUninstallBy(ctx, func() harness.Result { return e.Shell(6*time.Minute, "", line) })
+		if err != nil {
+			t.Fatal(err)
+		}
 		// helm's DELETEs of the kept ServiceAccount and RBAC are refused
 		// (Deny liens): helm stops before it purges the release record,
 		// and says so.
@@ -67,8 +73,9 @@ func TestUninstallWithTeardown(t *testing.T) {
 	t.Run("kubectl delete namespace", func(t *testing.T) {
 		e, before := installWithPlan(ctx, t)
 
-		r := e.Command(2*time.Minute, "kubectl", "delete", "ns", ns)
-		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, r.Code, r.Took.Round(time.Millisecond), r.Out)
+		line := documentedCommand(t, "kubectl delete ns ")
+		r := e.Shell(2*time.Minute, "", line)
+		t.Logf("$ %s: exit %d in %s\n%s", line, r.Code, r.Took.Round(time.Millisecond), r.Out)
 		if r.Code != 0 {
 			t.Errorf("kubectl delete ns: exit %d, want 0 (the namespace gone)", r.Code)
 		}
@@ -104,7 +111,7 @@ func installWithPlan(ctx context.Context, t *testing.T) (*harness.Env, map[strin
 		t.Fatal(err)
 	}
 	e, before := newEnv(ctx, t, kubeconfig)
-	install(ctx, t, e, exampleValues)
+	installAsDocumented(ctx, t, e)
 	if err := e.WaitArmed(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -182,8 +182,16 @@ type Result struct {
 // returns its combined output, exit code and how long it took. It gives up
 // after timeout, killing it.
 func (e *Env) Command(timeout time.Duration, name string, args ...string) Result {
+	return e.command(timeout, "", nil, name, args...)
+}
+
+// command is Command run in dir (the current directory when empty) with
+// env added.
+func (e *Env) command(timeout time.Duration, dir string, env []string, name string, args ...string) Result {
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	cmd.Env = append(helmcli.Env(filepath.Join(e.opts.Dir, "home")), "KUBECONFIG="+e.opts.Kubeconfig)
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	started := time.Now()
@@ -212,6 +220,13 @@ func (e *Env) Command(timeout time.Duration, name string, args ...string) Result
 	return r
 }
 
+// Shell runs a command line as a user types it into bash, in dir, with
+// what Command sets and helm on the PATH; it gives up after timeout.
+func (e *Env) Shell(timeout time.Duration, dir, line string) Result {
+	path := "PATH=" + filepath.Dir(e.Helm) + string(filepath.ListSeparator) + os.Getenv("PATH")
+	return e.command(timeout, dir, []string{path}, "bash", "-euo", "pipefail", "-c", line)
+}
+
 // Install does what a user of a cluster without cert-manager does: helm
 // install of the unmodified chart with the admission controllers enabled,
 // their certificates supplied (custom), the SriovOperatorConfig deployed,
@@ -220,6 +235,22 @@ func (e *Env) Command(timeout time.Duration, name string, args ...string) Result
 // webhook Service; then creates two SriovNetworks whose NADs live in two
 // other namespaces, and returns once both NADs exist.
 func (e *Env) Install(ctx context.Context, extraValues ...string) error {
+	return e.InstallBy(ctx, func(valuesFile string) Result {
+		args := []string{"install", Release, e.Rel.Chart(), "-n", Namespace, "--create-namespace", "-f", valuesFile}
+		for _, f := range extraValues {
+			args = append(args, "-f", f)
+		}
+		r := e.Command(3*time.Minute, e.Helm, args...)
+		e.opts.Log("$ helm install %s %s -n %s --create-namespace -f values.yaml %s: exit %d in %s\n%s", Release, sriovoperator.ChartDir, Namespace, strings.Join(extraValues, " "), r.Code, r.Took.Round(time.Millisecond), r.Out)
+		return r
+	})
+}
+
+// InstallBy is Install with the chart installed by install, given the
+// values file of the user's own values that Install writes (the
+// certificates, the admission controllers, the SriovOperatorConfig): the
+// docs' own commands, say.
+func (e *Env) InstallBy(ctx context.Context, install func(valuesFile string) Result) error {
 	operatorCert, err := serviceCert(operatorWebhookService)
 	if err != nil {
 		return err
@@ -250,13 +281,7 @@ func (e *Env) Install(ctx context.Context, extraValues ...string) error {
 	if err := os.WriteFile(valuesFile, data, 0o600); err != nil {
 		return err
 	}
-	args := []string{"install", Release, e.Rel.Chart(), "-n", Namespace, "--create-namespace", "-f", valuesFile}
-	for _, f := range extraValues {
-		args = append(args, "-f", f)
-	}
-	r := e.Command(3*time.Minute, e.Helm, args...)
-	e.opts.Log("$ helm install %s %s -n %s --create-namespace -f values.yaml %s: exit %d in %s\n%s", Release, sriovoperator.ChartDir, Namespace, strings.Join(extraValues, " "), r.Code, r.Took.Round(time.Millisecond), r.Out)
-	if r.Code != 0 {
+	if r := install(valuesFile); r.Code != 0 {
 		return fmt.Errorf("helm install: exit %d\n%s", r.Code, r.Out)
 	}
 

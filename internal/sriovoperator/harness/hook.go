@@ -21,8 +21,14 @@ import (
 // it, plays its pre-delete hook's Job meanwhile, and returns what helm did
 // and the exit codes of the hook's attempts.
 func (e *Env) HelmUninstall(ctx context.Context) (Result, []int, error) {
+	return e.HelmUninstallBy(ctx, func() Result { return e.Command(6*time.Minute, e.Helm, "uninstall", Release, "-n", Namespace) })
+}
+
+// HelmUninstallBy is HelmUninstall with helm run by uninstall: the docs'
+// own command line, say.
+func (e *Env) HelmUninstallBy(ctx context.Context, uninstall func() Result) (Result, []int, error) {
 	done := make(chan Result, 1)
-	go func() { done <- e.Command(6*time.Minute, e.Helm, "uninstall", Release, "-n", Namespace) }()
+	go func() { done <- uninstall() }()
 	job, err := e.waitJob(ctx, hookJob, time.Minute)
 	var codes []int
 	if err == nil {
