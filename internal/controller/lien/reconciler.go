@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -71,7 +72,19 @@ type Options struct {
 	// Cache is the metadata cache shared with the other controllers; nil
 	// makes one for these controllers alone.
 	Cache *metacache.Cache
+	// MaxConcurrentReconciles is the workers of each of the two
+	// controllers; 0 means DefaultWorkers.
+	MaxConcurrentReconciles int
 }
+
+// DefaultWorkers is how many requests each lien controller works on at
+// once. With one, a new lien waited for the request in progress, and that
+// request's API calls, whatever the queue's order: a noisy namespace's
+// reconcile always held the only worker (docs/benchmarks.md, section 7).
+// Requests on the same object are safe in parallel: every write of
+// markers is optimistic-locked and read again on a conflict, and the
+// queue never hands one request to two workers.
+const DefaultWorkers = 4
 
 // Setup registers the Lien and ClusterLien controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
@@ -82,6 +95,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	o.Cache = meta
 	if err := index(mgr.GetFieldIndexer()); err != nil {
 		return err
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultWorkers
 	}
 	for _, r := range []*Reconciler{
 		{
@@ -113,14 +129,14 @@ func Setup(mgr ctrl.Manager, o Options) error {
 			},
 		},
 	} {
-		if err := r.setup(mgr, o.Cache); err != nil {
+		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
+func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int) error {
 	r.Client = mgr.GetClient()
 	r.APIReader = mgr.GetAPIReader()
 	r.Mapper = mgr.GetRESTMapper()
@@ -137,8 +153,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
 	r.Recorder = mgr.GetEventRecorder("teardown-" + name)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(forObj.unwrap()).
+		For(forObj.unwrap(), builder.WithPredicates(lienChanged)).
 		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
 			// Requests take turns by namespace: one tenant's churn cannot
 			// delay another namespace's protection (docs/security.md).
 			NewQueue:    fairqueue.NewRateLimitingQueue,
