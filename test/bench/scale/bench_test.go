@@ -66,6 +66,7 @@ type result struct {
 	sz           sizes
 	setup        time.Duration // first lien created to every lien Ready
 	idle, noisy  sample        // the controller at rest, and at the end of the noisy window
+	afterIdle    sample        // after the idle probes, before the noise
 	idleProbes   []time.Duration
 	noisyProbes  []time.Duration
 	lost         int     // probes not protected within probeTimeout
@@ -79,6 +80,23 @@ type sample struct {
 	goroutines float64
 	rss        int64
 	queue      float64 // requests waiting in the lien controllers' queues
+	// Cumulative sums and counts, for the means over a window: the wait
+	// of the controller's requests for its client-side rate limiter, and
+	// of the lien controllers' requests in their queues.
+	limiterSum, limiterCount float64
+	queuedSum, queuedCount   float64
+}
+
+// waits is the mean rate-limiter wait per API request and the mean queue
+// wait per lien request between samples a and b.
+func waits(a, b sample) (limiter, queued time.Duration) {
+	mean := func(sum, n float64) time.Duration {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(sum / n * float64(time.Second))
+	}
+	return mean(b.limiterSum-a.limiterSum, b.limiterCount-a.limiterCount), mean(b.queuedSum-a.queuedSum, b.queuedCount-a.queuedCount)
 }
 
 const (
@@ -134,13 +152,17 @@ func tables(rs []result) {
 	lat := kit.Table{
 		Title: "Lien scale: lien created to the first refused DELETE of the object it protects",
 		Header: []string{"arm", "probes", "p50 idle", "p99 idle", "p50 noisy", "p99 noisy", "p99 noisy/idle (goal ≤ 2)",
-			"not protected in 5 min", "noisy tenant's relabels/s"},
+			"not protected in 5 min", "noisy tenant's relabels/s",
+			"mean wait for the client's rate limiter idle", "noisy", "mean wait in the lien queue idle", "noisy"},
 	}
 	for _, r := range rs {
+		limIdle, qIdle := waits(r.idle, r.afterIdle)
+		limNoisy, qNoisy := waits(r.afterIdle, r.noisy)
 		cost.Add(r.sz, r.sz.pairs(), r.setup, r.idle.watches, r.noisy.watches, r.idle.goroutines, r.noisy.goroutines,
 			mibs(r.idle.rss), mibs(r.noisy.rss), r.idle.queue, r.noisy.queue)
 		lat.Add(r.sz, fmt.Sprintf("%d + %d", len(r.idleProbes), len(r.noisyProbes)), secs(p50(r.idleProbes)), secs(p99(r.idleProbes)),
-			secs(p50(r.noisyProbes)), secs(p99(r.noisyProbes)), kit.Ratio(p99(r.noisyProbes), p99(r.idleProbes)), r.lost, r.noiseRate)
+			secs(p50(r.noisyProbes)), secs(p99(r.noisyProbes)), kit.Ratio(p99(r.noisyProbes), p99(r.idleProbes)), r.lost, r.noiseRate,
+			limIdle, limNoisy, qIdle, qNoisy)
 	}
 	if len(rs) == 2 {
 		s, f := rs[0], rs[1]
@@ -149,7 +171,7 @@ func tables(rs []result) {
 			kit.Ratio(f.idle.goroutines, s.idle.goroutines), kit.Ratio(f.noisy.goroutines, s.noisy.goroutines),
 			kit.Ratio(float64(f.idle.rss), float64(s.idle.rss)), kit.Ratio(float64(f.noisy.rss), float64(s.noisy.rss)), "", "")
 		lat.Add("ratio full/small", "", kit.Ratio(p50(f.idleProbes), p50(s.idleProbes)), kit.Ratio(p99(f.idleProbes), p99(s.idleProbes)),
-			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "")
+			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "", "", "", "", "")
 	}
 	cost.Write(os.Stdout)
 	lat.Write(os.Stdout)
@@ -248,6 +270,7 @@ func runArm(b *testing.B, sz sizes) result {
 	r.idleProbes, lost = p.probes(b, sz, "idle", probes, every)
 	r.lost += lost
 	logf("idle probes: p50 %.2fs p99 %.2fs, %d lost", p50(r.idleProbes), p99(r.idleProbes), lost)
+	r.afterIdle = p.sample(b, ctl, metricsURL, before)
 
 	rate := kit.Env("BENCH_NOISE_RATE", 50)
 	stop := make(chan struct{})
@@ -423,6 +446,11 @@ func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, bef
 		goroutines: m.Sum("go_goroutines"),
 		rss:        rss,
 		queue:      m.Sum("workqueue_depth", `name="lien"`) + m.Sum("workqueue_depth", `name="clusterlien"`),
+
+		limiterSum:   m.Sum("rest_client_rate_limiter_duration_seconds_sum"),
+		limiterCount: m.Sum("rest_client_rate_limiter_duration_seconds_count"),
+		queuedSum:    m.Sum("workqueue_queue_duration_seconds_sum", `name="lien"`),
+		queuedCount:  m.Sum("workqueue_queue_duration_seconds_count", `name="lien"`),
 	}
 }
 
