@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -177,24 +178,84 @@ func ByNamespace(r reconcile.Request) string { return r.Namespace }
 // resync; shorter ones (a conflict's second) are events'.
 const ResyncAfter = 10 * time.Second
 
+// Pacing bounds what one namespace's events, and all resyncs, may ask of
+// the controller, so that its client's request budget (--kube-api-qps) is
+// never all taken by one tenant's churn or by the resyncs of many liens:
+// a token bucket per namespace for the requests events make (past it, a
+// request is queued when the namespace's next token comes), and one for
+// every resync (each waits for its token, and at least its RequeueAfter).
+// Zero rates turn the pacing off.
+type Pacing struct {
+	NamespaceRate  float64 // requests a second one namespace's events queue, past its burst
+	NamespaceBurst int
+	ResyncRate     float64 // resyncs a second, all namespaces together
+}
+
 // rateLimitingQueue routes its callers' adds: a delayed add of at least
 // ResyncAfter (a reconcile's RequeueAfter) is a resync, any other add an
 // event. Its own retries (AddRateLimited) go to the inner queue as they are.
 type rateLimitingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	q *Queue[reconcile.Request]
+	q      *Queue[reconcile.Request]
+	pacing Pacing
+	resync *rate.Limiter
+
+	mu         sync.Mutex
+	namespaces map[string]*rate.Limiter
+	paced      map[reconcile.Request]struct{} // events' requests waiting for their namespace's token
 }
 
-func (r rateLimitingQueue) Add(item reconcile.Request) {
+func (r *rateLimitingQueue) Add(item reconcile.Request) {
 	r.q.Soon(item)
+	r.mu.Lock()
+	_, waits := r.paced[item]
+	r.mu.Unlock()
+	if waits {
+		return // it comes when its token does; another token would only push the namespace's next request later
+	}
+	if d := r.eventDelay(item); d > 0 {
+		r.mu.Lock()
+		r.paced[item] = struct{}{}
+		r.mu.Unlock()
+		r.TypedRateLimitingInterface.AddAfter(item, d)
+		return
+	}
 	r.TypedRateLimitingInterface.Add(item)
 }
 
-func (r rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
-	if d >= ResyncAfter {
-		r.q.Later(item)
-	} else {
+func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
+	item, shutdown := r.TypedRateLimitingInterface.Get()
+	r.mu.Lock()
+	delete(r.paced, item)
+	r.mu.Unlock()
+	return item, shutdown
+}
+
+// eventDelay is how long an event's request waits for its namespace's
+// token.
+func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
+	if r.pacing.NamespaceRate <= 0 {
+		return 0
+	}
+	r.mu.Lock()
+	l, ok := r.namespaces[item.Namespace]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(r.pacing.NamespaceRate), max(1, r.pacing.NamespaceBurst))
+		r.namespaces[item.Namespace] = l
+	}
+	r.mu.Unlock()
+	return l.Reserve().Delay()
+}
+
+func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
+	if d < ResyncAfter {
 		r.q.Soon(item)
+		r.TypedRateLimitingInterface.AddAfter(item, d)
+		return
+	}
+	r.q.Later(item)
+	if r.resync != nil {
+		d = max(d, r.resync.Reserve().Delay())
 	}
 	r.TypedRateLimitingInterface.AddAfter(item, d)
 }
@@ -205,18 +266,29 @@ func (r rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
 // RequeueAfter of ResyncAfter or more queued behind events; for
 // controller.Options.NewQueue.
 func NewRateLimitingQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	q := New(ByNamespace)
-	return rateLimitingQueue{
-		q: q,
-		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
-			Name: name,
-			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
+	return Paced(Pacing{})(name, rl)
+}
+
+// Paced is NewRateLimitingQueue with p's pacing.
+func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := New(ByNamespace)
+		r := &rateLimitingQueue{
+			q: q, pacing: p, namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
+			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
 				Name: name,
-				Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{
-					Name:  name,
-					Queue: q,
+				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
+					Name: name,
+					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{
+						Name:  name,
+						Queue: q,
+					}),
 				}),
 			}),
-		}),
+		}
+		if p.ResyncRate > 0 {
+			r.resync = rate.NewLimiter(rate.Limit(p.ResyncRate), 1)
+		}
+		return r
 	}
 }

@@ -119,7 +119,7 @@ func TestResyncsWaitBehindEvents(t *testing.T) {
 func TestRequeueAfterIsAResync(t *testing.T) {
 	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	rl := q.(rateLimitingQueue)
+	rl := q.(*rateLimitingQueue)
 	rl.q.Later(req("a", "resync")) // as AddAfter(item, ResyncAfter) marks it, without the wait
 	rl.TypedRateLimitingInterface.Add(req("a", "resync"))
 	q.Add(req("b", "event"))
@@ -138,5 +138,37 @@ func TestRequeueAfterIsAResync(t *testing.T) {
 	}
 	if second, _ = q.Get(); second != req("a", "conflict") {
 		t.Errorf("second handed out %v, want a/conflict", second)
+	}
+}
+
+// Past its burst, a namespace's events wait for its tokens, queued once
+// however often they come; another namespace's are handed out at once.
+func TestNamespacesArePaced(t *testing.T) {
+	q := Paced(Pacing{NamespaceRate: 10, NamespaceBurst: 2})("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	for i := range 3 {
+		q.Add(req("noisy", fmt.Sprint(i)))
+	}
+	for range 50 {
+		q.Add(req("noisy", "2")) // waiting for its token: no more tokens taken
+	}
+	q.Add(req("quiet", "new"))
+	var got []string
+	for range 3 {
+		r, _ := q.Get()
+		got = append(got, r.Namespace+"/"+r.Name)
+		q.Done(r)
+	}
+	if diff := cmp.Diff([]string{"noisy/0", "quiet/new", "noisy/1"}, got); diff != "" {
+		t.Errorf("handed out first (-want +got):\n%s", diff)
+	}
+	began := time.Now()
+	r, _ := q.Get()
+	if r != req("noisy", "2") || time.Since(began) > time.Second {
+		t.Errorf("handed out %v after %v; want noisy/2 after its token (100 ms)", r, time.Since(began))
+	}
+	q.Done(r)
+	if q.Len() != 0 {
+		t.Errorf("Len() = %d after the paced request; want 0 (queued once)", q.Len())
 	}
 }

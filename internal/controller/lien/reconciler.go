@@ -86,6 +86,16 @@ type Options struct {
 // queue never hands one request to two workers.
 const DefaultWorkers = 4
 
+// pacing keeps the controller's client budget (50 requests a second by
+// default, a steady reconcile making two or three) from being all taken
+// by one namespace or by resyncs: past a burst of 50, one namespace's
+// events queue 5 requests a second, and resyncs, all liens together, 5 a
+// second (so at more than 300 liens a lien without events is looked at
+// again every liens/5 seconds, not every minute). The budget left is
+// there, with its burst, for a new lien in another namespace
+// (docs/benchmarks.md, section 7).
+var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
+
 // Setup registers the Lien and ClusterLien controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
 	meta, err := metacache.OrNew(mgr, o.Cache)
@@ -158,7 +168,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 			MaxConcurrentReconciles: workers,
 			// Requests take turns by namespace: one tenant's churn cannot
 			// delay another namespace's protection (docs/security.md).
-			NewQueue:    fairqueue.NewRateLimitingQueue,
+			NewQueue:    fairqueue.Paced(pacing),
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
 		}).
 		Build(r)
