@@ -80,23 +80,19 @@ type sample struct {
 	goroutines float64
 	rss        int64
 	queue      float64 // requests waiting in the lien controllers' queues
-	// Cumulative sums and counts, for the means over a window: the wait
-	// of the controller's requests for its client-side rate limiter, and
-	// of the lien controllers' requests in their queues.
-	limiterSum, limiterCount float64
-	queuedSum, queuedCount   float64
+	// Cumulative sum and count of the Lien controller's requests' waits in
+	// its queue, for the mean over a window.
+	queuedSum, queuedCount float64
 }
 
-// waits is the mean rate-limiter wait per API request and the mean queue
-// wait per lien request between samples a and b.
-func waits(a, b sample) (limiter, queued time.Duration) {
-	mean := func(sum, n float64) time.Duration {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(sum / n * float64(time.Second))
+// queued is the mean wait of a Lien request in its queue between samples
+// a and b.
+func queued(a, b sample) time.Duration {
+	n := b.queuedCount - a.queuedCount
+	if n <= 0 {
+		return 0
 	}
-	return mean(b.limiterSum-a.limiterSum, b.limiterCount-a.limiterCount), mean(b.queuedSum-a.queuedSum, b.queuedCount-a.queuedCount)
+	return time.Duration((b.queuedSum - a.queuedSum) / n * float64(time.Second))
 }
 
 const (
@@ -153,16 +149,14 @@ func tables(rs []result) {
 		Title: "Lien scale: lien created to the first refused DELETE of the object it protects",
 		Header: []string{"arm", "probes", "p50 idle", "p99 idle", "p50 noisy", "p99 noisy", "p99 noisy/idle (goal ≤ 2)",
 			"not protected in 5 min", "noisy tenant's relabels/s",
-			"mean wait for the client's rate limiter idle", "noisy", "mean wait in the lien queue idle", "noisy"},
+			"mean wait in the Lien queue idle", "noisy"},
 	}
 	for _, r := range rs {
-		limIdle, qIdle := waits(r.idle, r.afterIdle)
-		limNoisy, qNoisy := waits(r.afterIdle, r.noisy)
 		cost.Add(r.sz, r.sz.pairs(), r.setup, r.idle.watches, r.noisy.watches, r.idle.goroutines, r.noisy.goroutines,
 			mibs(r.idle.rss), mibs(r.noisy.rss), r.idle.queue, r.noisy.queue)
 		lat.Add(r.sz, fmt.Sprintf("%d + %d", len(r.idleProbes), len(r.noisyProbes)), secs(p50(r.idleProbes)), secs(p99(r.idleProbes)),
 			secs(p50(r.noisyProbes)), secs(p99(r.noisyProbes)), kit.Ratio(p99(r.noisyProbes), p99(r.idleProbes)), r.lost, r.noiseRate,
-			limIdle, limNoisy, qIdle, qNoisy)
+			queued(r.idle, r.afterIdle), queued(r.afterIdle, r.noisy))
 	}
 	if len(rs) == 2 {
 		s, f := rs[0], rs[1]
@@ -171,7 +165,7 @@ func tables(rs []result) {
 			kit.Ratio(f.idle.goroutines, s.idle.goroutines), kit.Ratio(f.noisy.goroutines, s.noisy.goroutines),
 			kit.Ratio(float64(f.idle.rss), float64(s.idle.rss)), kit.Ratio(float64(f.noisy.rss), float64(s.noisy.rss)), "", "")
 		lat.Add("ratio full/small", "", kit.Ratio(p50(f.idleProbes), p50(s.idleProbes)), kit.Ratio(p99(f.idleProbes), p99(s.idleProbes)),
-			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "", "", "", "", "")
+			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "", "", "")
 	}
 	cost.Write(os.Stdout)
 	lat.Write(os.Stdout)
@@ -442,15 +436,12 @@ func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, bef
 		b.Fatal(err)
 	}
 	return sample{
-		watches:    p.watches(b) - before,
-		goroutines: m.Sum("go_goroutines"),
-		rss:        rss,
-		queue:      m.Sum("workqueue_depth", `name="lien"`) + m.Sum("workqueue_depth", `name="clusterlien"`),
-
-		limiterSum:   m.Sum("rest_client_rate_limiter_duration_seconds_sum"),
-		limiterCount: m.Sum("rest_client_rate_limiter_duration_seconds_count"),
-		queuedSum:    m.Sum("workqueue_queue_duration_seconds_sum", `name="lien"`),
-		queuedCount:  m.Sum("workqueue_queue_duration_seconds_count", `name="lien"`),
+		watches:     p.watches(b) - before,
+		goroutines:  m.Sum("go_goroutines"),
+		rss:         rss,
+		queue:       m.Sum("workqueue_depth", `name="lien"`) + m.Sum("workqueue_depth", `name="clusterlien"`),
+		queuedSum:   m.Sum("workqueue_queue_duration_seconds_sum", `name="lien"`),
+		queuedCount: m.Sum("workqueue_queue_duration_seconds_count", `name="lien"`),
 	}
 }
 
