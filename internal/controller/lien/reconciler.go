@@ -78,13 +78,16 @@ type Options struct {
 }
 
 // DefaultWorkers is how many requests each lien controller works on at
-// once. With one, a new lien waited for the request in progress, and that
-// request's API calls, whatever the queue's order: a noisy namespace's
-// reconcile always held the only worker (docs/benchmarks.md, section 7).
-// Requests on the same object are safe in parallel: every write of
-// markers is optimistic-locked and read again on a conflict, and the
-// queue never hands one request to two workers.
-const DefaultWorkers = 4
+// once. More workers do not make a new lien faster when the client budget
+// is what they wait for: four reconciles at once shared it four ways, and
+// ten new liens of 32 entries each were all Ready only at the end of the
+// lot instead of one after the other (TestWatchesGrowWithKindsNotEntries
+// timed out). The queue's order (fairqueue: namespaces in turn, resyncs
+// behind events, pacing) is what keeps a new lien from waiting. Requests
+// on the same object are safe in parallel, for whoever raises it: every
+// write of markers is optimistic-locked and read again on a conflict, and
+// the queue never hands one request to two workers.
+const DefaultWorkers = 1
 
 // pacing keeps the controller's client budget (50 requests a second by
 // default, a steady reconcile making two or three) from being all taken
