@@ -11,6 +11,7 @@ require (
 	github.com/teardown-dev/teardown/api/v1alpha1 v0.0.0-00010101000000-000000000000
 	github.com/teardown-dev/teardown/localcluster v0.0.0
 	golang.org/x/term v0.45.0
+	golang.org/x/time v0.15.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
@@ -85,7 +86,6 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect

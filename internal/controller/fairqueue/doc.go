@@ -11,6 +11,19 @@
 // turn, so a request waits for at most one request of each other busy key
 // ahead of it, however long their backlogs.
 //
+// Requests a reconcile asked to see again after a while (RequeueAfter of
+// ResyncAfter or more: the lien controller's resync every minute, "in case
+// a watch missed one") wait behind the requests events made, and are
+// handed out when none waits, or one in laterEvery under sustained load.
+// At a thousand liens and more the resyncs alone keep every namespace
+// busy; taking turns with them, a new lien waited for one resync of each
+// of the hundred namespaces (docs/benchmarks.md, section 7).
+//
+// Paced adds pacing: a token bucket per namespace for the requests events
+// make, and one for all resyncs, so that neither one tenant's churn nor
+// the resyncs of many liens take the whole client budget a new lien
+// elsewhere needs.
+//
 // It is the ordering inside client-go's queue (workqueue.Queue), so the
 // queue keeps its guarantees: an item queued twice is queued once, an item
 // being processed is not handed to a second worker, delays and rate limits

@@ -1,82 +1,294 @@
 package fairqueue
 
 import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Queue is a workqueue.Queue that pops its keys in turn: the oldest item
 // of the key whose turn it is, then the next key. Keys with nothing queued
-// take no turn. It is not safe for concurrent use: client-go's queue calls
-// it under its own lock.
+// take no turn. Items queued by a periodic resync (Later) wait behind the
+// others: they are handed out when nothing else is queued, or every
+// laterEvery-th pop, so that a backlog of resyncs across every namespace
+// never delays an event, and resyncs still go on under sustained load.
+// Push, Pop, Touch and Len are called under client-go's queue lock; Later
+// and Soon may be called at any time.
 type Queue[T comparable] struct {
 	key   func(T) string
-	turns []string       // keys with queued items, in the order of their turns
-	items map[string][]T // per key, first in, first out
+	soon  turns[T]
+	later turns[T]
+	pops  int
+
+	mu      sync.Mutex     // guards resync
+	resync  map[T]struct{} // items whose next Push is a resync's
+	inLater map[T]struct{} // items queued in later
+}
+
+// laterEvery is how often a resync is handed out while events are queued.
+const laterEvery = 8
+
+// turns is one class of items: per key, first in, first out, the keys in
+// the order of their turns.
+type turns[T comparable] struct {
+	order []string
+	items map[string][]T
 	n     int
+}
+
+func (t *turns[T]) push(k string, item T) {
+	if len(t.items[k]) == 0 {
+		t.order = append(t.order, k)
+	}
+	t.items[k] = append(t.items[k], item)
+	t.n++
+}
+
+func (t *turns[T]) pop() T {
+	k := t.order[0]
+	t.order[0] = ""
+	t.order = t.order[1:]
+	fifo := t.items[k]
+	item := fifo[0]
+	var zero T
+	fifo[0] = zero // let the item go
+	if fifo = fifo[1:]; len(fifo) > 0 {
+		t.items[k] = fifo
+		t.order = append(t.order, k)
+	} else {
+		delete(t.items, k)
+	}
+	t.n--
+	return item
+}
+
+// remove takes item out of key k's FIFO; it reports whether it was there.
+func (t *turns[T]) remove(k string, item T) bool {
+	fifo := t.items[k]
+	for i, x := range fifo {
+		if x != item {
+			continue
+		}
+		fifo = append(fifo[:i], fifo[i+1:]...)
+		if len(fifo) > 0 {
+			t.items[k] = fifo
+		} else {
+			delete(t.items, k)
+			for j, o := range t.order {
+				if o == k {
+					t.order = append(t.order[:j], t.order[j+1:]...)
+					break
+				}
+			}
+		}
+		t.n--
+		return true
+	}
+	return false
 }
 
 var _ workqueue.Queue[reconcile.Request] = &Queue[reconcile.Request]{}
 
 // New returns an empty Queue whose items take turns by key.
 func New[T comparable](key func(T) string) *Queue[T] {
-	return &Queue[T]{key: key, items: map[string][]T{}}
+	return &Queue[T]{
+		key:     key,
+		soon:    turns[T]{items: map[string][]T{}},
+		later:   turns[T]{items: map[string][]T{}},
+		resync:  map[T]struct{}{},
+		inLater: map[T]struct{}{},
+	}
 }
 
-// Push adds item at the end of its key's FIFO; a key that had nothing
-// queued takes its turn after the keys waiting now.
+// Later marks item's next Push as a periodic resync's, unless Soon comes
+// first.
+func (q *Queue[T]) Later(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.resync[item] = struct{}{}
+}
+
+// Soon says item is wanted for an event: its next Push, or its place if it
+// waits as a resync, is among the events'.
+func (q *Queue[T]) Soon(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.resync, item)
+}
+
+// Push adds item at the end of its key's FIFO, among the resyncs if Later
+// marked it; a key that had nothing queued takes its turn after the keys
+// waiting now.
 func (q *Queue[T]) Push(item T) {
-	k := q.key(item)
-	if len(q.items[k]) == 0 {
-		q.turns = append(q.turns, k)
+	q.mu.Lock()
+	_, later := q.resync[item]
+	delete(q.resync, item)
+	if later {
+		q.inLater[item] = struct{}{}
 	}
-	q.items[k] = append(q.items[k], item)
-	q.n++
+	q.mu.Unlock()
+	if later {
+		q.later.push(q.key(item), item)
+		return
+	}
+	q.soon.push(q.key(item), item)
 }
 
-// Pop returns the oldest item of the key whose turn it is. The queue must
-// not be empty (client-go's queue checks Len first).
+// Pop returns the oldest item of the key whose turn it is, events first.
+// The queue must not be empty (client-go's queue checks Len first).
 func (q *Queue[T]) Pop() T {
-	k := q.turns[0]
-	q.turns[0] = ""
-	q.turns = q.turns[1:]
-	fifo := q.items[k]
-	item := fifo[0]
-	var zero T
-	fifo[0] = zero // let the item go
-	if fifo = fifo[1:]; len(fifo) > 0 {
-		q.items[k] = fifo
-		q.turns = append(q.turns, k)
-	} else {
-		delete(q.items, k)
+	q.pops++
+	if q.later.n > 0 && (q.soon.n == 0 || q.pops%laterEvery == 0) {
+		item := q.later.pop()
+		q.mu.Lock()
+		delete(q.inLater, item)
+		q.mu.Unlock()
+		return item
 	}
-	q.n--
-	return item
+	return q.soon.pop()
 }
 
 // Touch is called for an item queued again while it waits: it keeps its
-// place.
-func (q *Queue[T]) Touch(T) {}
+// place, unless it waits as a resync and is now wanted for an event (Soon):
+// then it moves to the end of its key's events.
+func (q *Queue[T]) Touch(item T) {
+	q.mu.Lock()
+	_, queuedLater := q.inLater[item]
+	_, stillLater := q.resync[item]
+	promote := queuedLater && !stillLater
+	if promote {
+		delete(q.inLater, item)
+	}
+	q.mu.Unlock()
+	if promote && q.later.remove(q.key(item), item) {
+		q.soon.push(q.key(item), item)
+	}
+}
 
 // Len is the number of items queued.
-func (q *Queue[T]) Len() int { return q.n }
+func (q *Queue[T]) Len() int { return q.soon.n + q.later.n }
 
 // ByNamespace is the key of a controller-runtime request: its namespace.
 func ByNamespace(r reconcile.Request) string { return r.Namespace }
 
+// ResyncAfter is the shortest delay of a requeue that counts as a periodic
+// resync; shorter ones (a conflict's second) are events'.
+const ResyncAfter = 10 * time.Second
+
+// Pacing bounds what one namespace's events, and all resyncs, may ask of
+// the controller, so that its client's request budget (--kube-api-qps) is
+// never all taken by one tenant's churn or by the resyncs of many liens:
+// a token bucket per namespace for the requests events make (past it, a
+// request is queued when the namespace's next token comes), and one for
+// every resync (each waits for its token, and at least its RequeueAfter).
+// Zero rates turn the pacing off.
+type Pacing struct {
+	NamespaceRate  float64 // requests a second one namespace's events queue, past its burst
+	NamespaceBurst int
+	ResyncRate     float64 // resyncs a second, all namespaces together
+}
+
+// rateLimitingQueue routes its callers' adds: a delayed add of at least
+// ResyncAfter (a reconcile's RequeueAfter) is a resync, any other add an
+// event. Its own retries (AddRateLimited) go to the inner queue as they are.
+type rateLimitingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	q      *Queue[reconcile.Request]
+	pacing Pacing
+	resync *rate.Limiter
+
+	mu         sync.Mutex
+	namespaces map[string]*rate.Limiter
+	paced      map[reconcile.Request]struct{} // events' requests waiting for their namespace's token
+}
+
+func (r *rateLimitingQueue) Add(item reconcile.Request) {
+	r.q.Soon(item)
+	r.mu.Lock()
+	_, waits := r.paced[item]
+	r.mu.Unlock()
+	if waits {
+		return // it comes when its token does; another token would only push the namespace's next request later
+	}
+	if d := r.eventDelay(item); d > 0 {
+		r.mu.Lock()
+		r.paced[item] = struct{}{}
+		r.mu.Unlock()
+		r.TypedRateLimitingInterface.AddAfter(item, d)
+		return
+	}
+	r.TypedRateLimitingInterface.Add(item)
+}
+
+func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
+	item, shutdown := r.TypedRateLimitingInterface.Get()
+	r.mu.Lock()
+	delete(r.paced, item)
+	r.mu.Unlock()
+	return item, shutdown
+}
+
+// eventDelay is how long an event's request waits for its namespace's
+// token.
+func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
+	if r.pacing.NamespaceRate <= 0 {
+		return 0
+	}
+	r.mu.Lock()
+	l, ok := r.namespaces[item.Namespace]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(r.pacing.NamespaceRate), max(1, r.pacing.NamespaceBurst))
+		r.namespaces[item.Namespace] = l
+	}
+	r.mu.Unlock()
+	return l.Reserve().Delay()
+}
+
+func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
+	if d < ResyncAfter {
+		r.q.Soon(item)
+		r.TypedRateLimitingInterface.AddAfter(item, d)
+		return
+	}
+	r.q.Later(item)
+	if r.resync != nil {
+		d = max(d, r.resync.Reserve().Delay())
+	}
+	r.TypedRateLimitingInterface.AddAfter(item, d)
+}
+
 // NewRateLimitingQueue is controller-runtime's default queue (a rate
 // limiting, delaying client-go work queue, with the controller's name for
-// its metrics) with requests taking turns by namespace; for
+// its metrics) with requests taking turns by namespace, and a reconcile's
+// RequeueAfter of ResyncAfter or more queued behind events; for
 // controller.Options.NewQueue.
 func NewRateLimitingQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
-		Name: name,
-		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
-			Name: name,
-			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{
-				Name:  name,
-				Queue: New(ByNamespace),
+	return Paced(Pacing{})(name, rl)
+}
+
+// Paced is NewRateLimitingQueue with p's pacing.
+func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := New(ByNamespace)
+		r := &rateLimitingQueue{
+			q: q, pacing: p, namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
+			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
+				Name: name,
+				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
+					Name: name,
+					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{
+						Name:  name,
+						Queue: q,
+					}),
+				}),
 			}),
-		}),
-	})
+		}
+		if p.ResyncRate > 0 {
+			r.resync = rate.NewLimiter(rate.Limit(p.ResyncRate), 1)
+		}
+		return r
+	}
 }

@@ -1,6 +1,8 @@
 package fairqueue
 
 import (
+	"time"
+
 	"fmt"
 	"testing"
 
@@ -73,4 +75,100 @@ func TestRateLimitingQueueIsFairAndDeduplicates(t *testing.T) {
 	}
 	q.Done(first)
 	q.Done(second)
+}
+
+// A periodic resync (RequeueAfter of ResyncAfter or more) waits behind
+// events, unless an event wants the same request; under a long run of
+// events every laterEvery-th request handed out is a resync.
+func TestResyncsWaitBehindEvents(t *testing.T) {
+	q := New(ByNamespace)
+	for i := range 3 {
+		q.Later(req("busy", fmt.Sprint("resync", i)))
+		q.Push(req("busy", fmt.Sprint("resync", i)))
+	}
+	q.Push(req("quiet", "new"))
+	q.Later(req("busy", "wanted"))
+	q.Push(req("busy", "wanted"))
+	q.Soon(req("busy", "wanted"))
+	q.Touch(req("busy", "wanted")) // an event for a request queued as a resync
+	var got []string
+	for q.Len() > 0 {
+		r := q.Pop()
+		got = append(got, r.Namespace+"/"+r.Name)
+	}
+	want := []string{"quiet/new", "busy/wanted", "busy/resync0", "busy/resync1", "busy/resync2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pop order (-want +got):\n%s", diff)
+	}
+
+	q = New(ByNamespace)
+	q.Later(req("a", "resync"))
+	q.Push(req("a", "resync"))
+	for i := range 2 * laterEvery {
+		q.Push(req("b", fmt.Sprint(i)))
+	}
+	for i := 1; i <= laterEvery; i++ {
+		if r := q.Pop(); (r.Name == "resync") != (i == laterEvery) {
+			t.Fatalf("pop %d handed out %v", i, r)
+		}
+	}
+}
+
+// Through the rate-limiting queue: a RequeueAfter of a minute comes back
+// behind an event queued after it is due; a conflict's second does not.
+func TestRequeueAfterIsAResync(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	rl := q.(*rateLimitingQueue)
+	rl.q.Later(req("a", "resync")) // as AddAfter(item, ResyncAfter) marks it, without the wait
+	rl.TypedRateLimitingInterface.Add(req("a", "resync"))
+	q.Add(req("b", "event"))
+	first, _ := q.Get()
+	second, _ := q.Get()
+	if first != req("b", "event") || second != req("a", "resync") {
+		t.Errorf("handed out %v, %v; want b/event, then a/resync", first, second)
+	}
+	q.Done(first)
+	q.Done(second)
+	q.AddAfter(req("a", "conflict"), time.Millisecond)
+	q.Add(req("b", "event2"))
+	time.Sleep(50 * time.Millisecond)
+	if first, _ = q.Get(); first != req("b", "event2") {
+		t.Errorf("first handed out %v, want b/event2 (queued first)", first)
+	}
+	if second, _ = q.Get(); second != req("a", "conflict") {
+		t.Errorf("second handed out %v, want a/conflict", second)
+	}
+}
+
+// Past its burst, a namespace's events wait for its tokens, queued once
+// however often they come; another namespace's are handed out at once.
+func TestNamespacesArePaced(t *testing.T) {
+	q := Paced(Pacing{NamespaceRate: 10, NamespaceBurst: 2})("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	for i := range 3 {
+		q.Add(req("noisy", fmt.Sprint(i)))
+	}
+	for range 50 {
+		q.Add(req("noisy", "2")) // waiting for its token: no more tokens taken
+	}
+	q.Add(req("quiet", "new"))
+	var got []string
+	for range 3 {
+		r, _ := q.Get()
+		got = append(got, r.Namespace+"/"+r.Name)
+		q.Done(r)
+	}
+	if diff := cmp.Diff([]string{"noisy/0", "quiet/new", "noisy/1"}, got); diff != "" {
+		t.Errorf("handed out first (-want +got):\n%s", diff)
+	}
+	began := time.Now()
+	r, _ := q.Get()
+	if r != req("noisy", "2") || time.Since(began) > time.Second {
+		t.Errorf("handed out %v after %v; want noisy/2 after its token (100 ms)", r, time.Since(began))
+	}
+	q.Done(r)
+	if q.Len() != 0 {
+		t.Errorf("Len() = %d after the paced request; want 0 (queued once)", q.Len())
+	}
 }

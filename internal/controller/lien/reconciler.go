@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -71,7 +72,32 @@ type Options struct {
 	// Cache is the metadata cache shared with the other controllers; nil
 	// makes one for these controllers alone.
 	Cache *metacache.Cache
+	// MaxConcurrentReconciles is the workers of each of the two
+	// controllers; 0 means DefaultWorkers.
+	MaxConcurrentReconciles int
 }
+
+// DefaultWorkers is how many requests each lien controller works on at
+// once. More workers do not make a new lien faster when the client budget
+// is what they wait for: four reconciles at once shared it four ways, and
+// ten new liens of 32 entries each were all Ready only at the end of the
+// lot instead of one after the other (TestWatchesGrowWithKindsNotEntries
+// timed out). The queue's order (fairqueue: namespaces in turn, resyncs
+// behind events, pacing) is what keeps a new lien from waiting. Requests
+// on the same object are safe in parallel, for whoever raises it: every
+// write of markers is optimistic-locked and read again on a conflict, and
+// the queue never hands one request to two workers.
+const DefaultWorkers = 1
+
+// pacing keeps the controller's client budget (50 requests a second by
+// default, a steady reconcile making two or three) from being all taken
+// by one namespace or by resyncs: past a burst of 50, one namespace's
+// events queue 5 requests a second, and resyncs, all liens together, 5 a
+// second (so at more than 300 liens a lien without events is looked at
+// again every liens/5 seconds, not every minute). The budget left is
+// there, with its burst, for a new lien in another namespace
+// (docs/benchmarks.md, section 7).
+var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
 
 // Setup registers the Lien and ClusterLien controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
@@ -82,6 +108,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	o.Cache = meta
 	if err := index(mgr.GetFieldIndexer()); err != nil {
 		return err
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultWorkers
 	}
 	for _, r := range []*Reconciler{
 		{
@@ -113,14 +142,14 @@ func Setup(mgr ctrl.Manager, o Options) error {
 			},
 		},
 	} {
-		if err := r.setup(mgr, o.Cache); err != nil {
+		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
+func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int) error {
 	r.Client = mgr.GetClient()
 	r.APIReader = mgr.GetAPIReader()
 	r.Mapper = mgr.GetRESTMapper()
@@ -137,11 +166,12 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache) error {
 	r.Recorder = mgr.GetEventRecorder("teardown-" + name)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(forObj.unwrap()).
+		For(forObj.unwrap(), builder.WithPredicates(lienChanged)).
 		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
 			// Requests take turns by namespace: one tenant's churn cannot
 			// delay another namespace's protection (docs/security.md).
-			NewQueue:    fairqueue.NewRateLimitingQueue,
+			NewQueue:    fairqueue.Paced(pacing),
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
 		}).
 		Build(r)

@@ -6,11 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -103,6 +106,25 @@ func indexProtected(obj client.Object) []string {
 	slices.Sort(uids)
 	return slices.Compact(uids)
 }
+
+// lienChanged passes the events of a lien that can change what the
+// controller does with it: its creation and deletion, and an update of its
+// spec (generation), deletion timestamp, finalizers or status (the status
+// is the controller's own: another's write of it is overwritten at once).
+// A change of its labels or annotations alone reconciles nothing: a tenant
+// relabelling its liens in a loop made one reconcile each, API calls that
+// other namespaces' new liens then waited for.
+var lienChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	was, okOld := wrap(e.ObjectOld)
+	is, okNew := wrap(e.ObjectNew)
+	if !okOld || !okNew {
+		return true
+	}
+	return was.GetGeneration() != is.GetGeneration() ||
+		!was.GetDeletionTimestamp().Equal(is.GetDeletionTimestamp()) ||
+		!slices.Equal(was.GetFinalizers(), is.GetFinalizers()) ||
+		!equality.Semantic.DeepEqual(was.status(), is.status())
+}}
 
 // watch starts, once per kind, the watch that re-reconciles every lien
 // naming that kind when one of its objects carrying lien markers changes;

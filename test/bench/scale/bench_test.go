@@ -1,0 +1,574 @@
+//go:build integration
+
+package scale
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/localcluster"
+	"github.com/teardown-dev/teardown/test/bench/kit"
+)
+
+// sizes is one arm's setup. Liens and objects are spread evenly over the
+// namespaces; in each namespace lien i protects, by a label selector, the
+// objects of group i, all of kind i mod kinds (kind 0 is ConfigMap, the
+// others custom resources the benchmark defines).
+type sizes struct {
+	liens, objects, namespaces, kinds int
+}
+
+func (s sizes) String() string {
+	return fmt.Sprintf("%d liens, %d objects", s.liens, s.objects)
+}
+
+func (s sizes) liensPerNS() int { return max(1, s.liens/s.namespaces) }
+
+// pairs is the number of (kind, namespace) pairs the liens name: what the
+// controller's watches may grow with.
+func (s sizes) pairs() int {
+	seen := map[[2]int]bool{}
+	for i := range s.liens {
+		seen[[2]int{i % s.namespaces, (i / s.namespaces) % s.kinds}] = true
+	}
+	return len(seen)
+}
+
+// result is one arm's measurements.
+type result struct {
+	sz           sizes
+	setup        time.Duration // first lien created to every lien Ready
+	idle, noisy  sample        // the controller at rest, and at the end of the noisy window
+	afterIdle    sample        // after the idle probes, before the noise
+	idleProbes   []time.Duration
+	noisyProbes  []time.Duration
+	lost         int     // probes not protected within probeTimeout
+	noiseWritten int64   // relabels the noisy tenant made
+	noiseRate    float64 // relabels per second achieved
+}
+
+// sample is what the controller holds at one moment.
+type sample struct {
+	watches    float64 // WATCH requests on kube-apiserver, less those before the controller started
+	goroutines float64
+	rss        int64
+	queue      float64 // requests waiting in the lien controllers' queues
+	// Cumulative sum and count of the Lien controller's requests' waits in
+	// its queue, for the mean over a window.
+	queuedSum, queuedCount float64
+}
+
+// queued is the mean wait of a Lien request in its queue between samples
+// a and b.
+func queued(a, b sample) time.Duration {
+	n := b.queuedCount - a.queuedCount
+	if n <= 0 {
+		return 0
+	}
+	return time.Duration((b.queuedSum - a.queuedSum) / n * float64(time.Second))
+}
+
+const (
+	group        = "bench.teardown.dev"
+	groupLabel   = group + "/group"
+	churnLabel   = group + "/churn"
+	probeTimeout = 5 * time.Minute
+	mib          = 1 << 20
+)
+
+var ran sync.Once
+
+// BenchmarkLienScale runs once whatever b.N is: the arm at a tenth of
+// BENCH_LIENS and BENCH_OBJECTS, then the arm at full size, each on a
+// fresh control plane.
+func BenchmarkLienScale(b *testing.B) {
+	ran.Do(func() { compare(b) })
+}
+
+func compare(b *testing.B) {
+	full := sizes{
+		liens:      kit.Env("BENCH_LIENS", 1000),
+		objects:    kit.Env("BENCH_OBJECTS", 10000),
+		namespaces: kit.Env("BENCH_NAMESPACES", 100),
+		kinds:      min(kit.Env("BENCH_KINDS", 20), 100),
+	}
+	div := kit.Env("BENCH_SCALE_DIVISOR", 10)
+	small := full
+	small.liens, small.objects = max(1, full.liens/div), max(1, full.objects/div)
+	fmt.Fprintf(os.Stderr, "scale: arms %v and %v, %d namespaces, %d kinds\n", small, full, full.namespaces, full.kinds)
+	var results []result
+	for _, sz := range []sizes{small, full} {
+		results = append(results, runArm(b, sz))
+	}
+	tables(results)
+	s, f := results[0], results[1]
+	b.ReportMetric(f.idle.watches, "watches")
+	b.ReportMetric(kit.Ratio(p99(f.noisyProbes), p99(f.idleProbes)), "p99-noisy/idle")
+	b.ReportMetric(kit.Ratio(f.idle.watches, s.idle.watches), "watches-full/small")
+}
+
+func p50(ds []time.Duration) float64 { return kit.Percentile(kit.Seconds(ds), 50) }
+func p99(ds []time.Duration) float64 { return kit.Percentile(kit.Seconds(ds), 99) }
+
+func secs(v float64) string { return kit.Num(v) + " s" }
+
+func tables(rs []result) {
+	cost := kit.Table{
+		Title: "Lien scale: what the controller holds, liens Ready and settled (idle) and at the end of the noisy window",
+		Header: []string{"arm", "(kind, namespace) pairs named", "setup: liens created to all Ready",
+			"WATCHes held idle", "noisy", "goroutines idle", "noisy", "RSS idle", "noisy", "lien queue idle", "noisy"},
+	}
+	lat := kit.Table{
+		Title: "Lien scale: lien created to the first refused DELETE of the object it protects",
+		Header: []string{"arm", "probes", "p50 idle", "p99 idle", "p50 noisy", "p99 noisy", "p99 noisy/idle (goal ≤ 2)",
+			"not protected in 5 min", "noisy tenant's relabels/s",
+			"mean wait in the Lien queue idle", "noisy"},
+	}
+	for _, r := range rs {
+		cost.Add(r.sz, r.sz.pairs(), r.setup, r.idle.watches, r.noisy.watches, r.idle.goroutines, r.noisy.goroutines,
+			mibs(r.idle.rss), mibs(r.noisy.rss), r.idle.queue, r.noisy.queue)
+		lat.Add(r.sz, fmt.Sprintf("%d + %d", len(r.idleProbes), len(r.noisyProbes)), secs(p50(r.idleProbes)), secs(p99(r.idleProbes)),
+			secs(p50(r.noisyProbes)), secs(p99(r.noisyProbes)), kit.Ratio(p99(r.noisyProbes), p99(r.idleProbes)), r.lost, r.noiseRate,
+			queued(r.idle, r.afterIdle), queued(r.afterIdle, r.noisy))
+	}
+	if len(rs) == 2 {
+		s, f := rs[0], rs[1]
+		cost.Add("ratio full/small", kit.Ratio(float64(f.sz.pairs()), float64(s.sz.pairs())), kit.Ratio(f.setup.Seconds(), s.setup.Seconds()),
+			kit.Ratio(f.idle.watches, s.idle.watches), kit.Ratio(f.noisy.watches, s.noisy.watches),
+			kit.Ratio(f.idle.goroutines, s.idle.goroutines), kit.Ratio(f.noisy.goroutines, s.noisy.goroutines),
+			kit.Ratio(float64(f.idle.rss), float64(s.idle.rss)), kit.Ratio(float64(f.noisy.rss), float64(s.noisy.rss)), "", "")
+		lat.Add("ratio full/small", "", kit.Ratio(p50(f.idleProbes), p50(s.idleProbes)), kit.Ratio(p99(f.idleProbes), p99(s.idleProbes)),
+			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "", "", "")
+	}
+	cost.Write(os.Stdout)
+	lat.Write(os.Stdout)
+}
+
+func mibs(v int64) string { return kit.Num(float64(v)/mib) + " MiB" }
+
+// plane is one arm's control plane and the driver's clients (unthrottled).
+type plane struct {
+	*localcluster.Cluster
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+	k    client.Client
+}
+
+func (p *plane) namespace(i int) string { return fmt.Sprintf("bench-%03d", i) }
+
+func kindName(k int) string { return fmt.Sprintf("Kind%02d", k) }
+
+// gvr is the resource of kind k.
+func gvr(k int) schema.GroupVersionResource {
+	if k == 0 {
+		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	}
+	return schema.GroupVersionResource{Group: group, Version: "v1", Resource: fmt.Sprintf("kind%02ds", k)}
+}
+
+func apiVersionKind(k int) (string, string) {
+	if k == 0 {
+		return "v1", "ConfigMap"
+	}
+	return group + "/v1", kindName(k)
+}
+
+func runArm(b *testing.B, sz sizes) result {
+	b.Helper()
+	ctx := context.Background()
+	r := result{sz: sz}
+	c, err := localcluster.Start(ctx, localcluster.Options{Progress: os.Stderr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	p := connect(b, c)
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "scale: %v: "+format+"\n", append([]any{sz}, args...)...)
+	}
+	started := time.Now()
+	p.populate(b, sz)
+	logf("%d namespaces, %d kinds, objects created in %v", sz.namespaces, sz.kinds, time.Since(started).Round(time.Second))
+
+	before := p.watches(b)
+	addr, err := kit.FreeAddr()
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"--metrics-bind-address=" + addr}
+	pprofAddr := ""
+	if os.Getenv("BENCH_SCALE_PPROF") != "" {
+		if pprofAddr, err = kit.FreeAddr(); err != nil {
+			b.Fatal(err)
+		}
+		args = append(args, "--pprof-bind-address="+pprofAddr)
+	}
+	ctl := &kit.Controller{Bin: teardown, Kubeconfig: c.KubeconfigPath(), Log: filepath.Join(c.Dir(), "teardown-controller.log"), Args: args}
+	if err := ctl.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = ctl.Stop() }()
+	metricsURL := "http://" + addr + "/metrics"
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kit.Scrape(ctx, metricsURL)
+		return err == nil, nil
+	}); err != nil {
+		b.Fatalf("the controller does not serve its metrics; its log is %s", ctl.Log)
+	}
+
+	started = time.Now()
+	p.createLiens(b, sz)
+	logf("%d liens created in %v", sz.liens, time.Since(started).Round(time.Second))
+	p.waitReady(b, sz, ctl)
+	r.setup = time.Since(started)
+	logf("every lien Ready %v after the first was created", r.setup.Round(time.Second))
+	settle := time.Duration(kit.Env("BENCH_SCALE_SETTLE", 70)) * time.Second
+	time.Sleep(settle) // a full resync period: the steady state, not the first pass
+	r.idle = p.sample(b, ctl, metricsURL, before)
+	logf("idle: %+v", r.idle)
+
+	probes := kit.Env("BENCH_PROBES", 40)
+	every := time.Duration(kit.Env("BENCH_PROBE_INTERVAL_MS", 500)) * time.Millisecond
+	var lost int
+	r.idleProbes, lost = p.probes(b, sz, "idle", probes, every)
+	r.lost += lost
+	logf("idle probes: p50 %.2fs p99 %.2fs, %d lost", p50(r.idleProbes), p99(r.idleProbes), lost)
+	r.afterIdle = p.sample(b, ctl, metricsURL, before)
+
+	rate := kit.Env("BENCH_NOISE_RATE", 50)
+	stop := make(chan struct{})
+	var written atomic.Int64
+	noiseDone := make(chan struct{})
+	noiseStart := time.Now()
+	go func() { defer close(noiseDone); p.noise(sz, rate, stop, &written) }()
+	time.Sleep(10 * time.Second) // the noise's backlog builds up first
+	if pprofAddr != "" {
+		go p.profile(pprofAddr)
+	}
+	r.noisyProbes, lost = p.probes(b, sz, "noisy", probes, every)
+	r.lost += lost
+	r.noisy = p.sample(b, ctl, metricsURL, before)
+	close(stop)
+	<-noiseDone
+	r.noiseWritten = written.Load()
+	r.noiseRate = float64(r.noiseWritten) / time.Since(noiseStart).Seconds()
+	logf("noisy probes: p50 %.2fs p99 %.2fs, %d lost; %d relabels (%.0f/s); %+v", p50(r.noisyProbes), p99(r.noisyProbes), lost, r.noiseWritten, r.noiseRate, r.noisy)
+	if !ctl.Running() {
+		b.Fatalf("the controller exited; its log is %s", ctl.Log)
+	}
+	return r
+}
+
+func connect(b *testing.B, c *localcluster.Cluster) *plane {
+	b.Helper()
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, "teardown-bench-driver"
+	scheme, err := manager.Scheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &plane{Cluster: c, kube: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+	if p.k, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		b.Fatal(err)
+	}
+	if err := install.Apply(context.Background(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// populate creates the custom resource kinds, the namespaces and the
+// objects: in each namespace object j is in group j mod liensPerNS, of
+// that group's kind.
+func (p *plane) populate(b *testing.B, sz sizes) {
+	b.Helper()
+	ctx := context.Background()
+	cs, err := cmdutil.NewClientsets(p.RESTConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k := 1; k < sz.kinds; k++ {
+		res := gvr(k)
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: res.GroupResource().String()},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: group, Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: res.Resource, Kind: kindName(k), ListKind: kindName(k) + "List"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: new(true)}},
+				}},
+			},
+		}
+		if _, err := cs.Extensions.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for k := 1; k < sz.kinds; k++ {
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := p.dyn.Resource(gvr(k)).List(ctx, metav1.ListOptions{Limit: 1})
+			return err == nil, nil
+		}); err != nil {
+			b.Fatalf("%s not served: %v", kindName(k), err)
+		}
+	}
+	kit.Parallel(b, 16, sz.namespaces, func(i int) error {
+		_, err := p.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.namespace(i)}}, metav1.CreateOptions{})
+		return err
+	})
+	perNS := sz.liensPerNS()
+	kit.Parallel(b, 16, sz.objects, func(i int) error {
+		ns, j := p.namespace(i%sz.namespaces), i/sz.namespaces
+		g := j % perNS
+		apiVersion, kind := apiVersionKind(g % sz.kinds)
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": fmt.Sprintf("o-%d", j), "namespace": ns, "labels": map[string]any{groupLabel: strconv.Itoa(g)}},
+			"data":     map[string]any{"k": "v"},
+		}}
+		_, err := p.dyn.Resource(gvr(g%sz.kinds)).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// lien is lien g of namespace ns: Deny, protecting group g's objects.
+func lienFor(ns string, g, kinds int) *v1alpha1.Lien {
+	apiVersion, kind := apiVersionKind(g % kinds)
+	return &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l-%d", g), Namespace: ns},
+		Spec: v1alpha1.LienSpec{
+			Protect: []v1alpha1.LienTarget{{APIVersion: apiVersion, Kind: kind,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{groupLabel: strconv.Itoa(g)}}}},
+			Reason: "scale benchmark",
+		},
+	}
+}
+
+func (p *plane) createLiens(b *testing.B, sz sizes) {
+	b.Helper()
+	kit.Parallel(b, 16, sz.liens, func(i int) error {
+		return p.k.Create(context.Background(), lienFor(p.namespace(i%sz.namespaces), i/sz.namespaces, sz.kinds))
+	})
+}
+
+// waitReady waits until every lien says Ready for its generation.
+func (p *plane) waitReady(b *testing.B, sz sizes, ctl *kit.Controller) {
+	b.Helper()
+	last := time.Now()
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if !ctl.Running() {
+			return false, fmt.Errorf("the controller exited; its log is %s", ctl.Log)
+		}
+		var l v1alpha1.LienList
+		if err := p.k.List(ctx, &l); err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, x := range l.Items {
+			c := meta.FindStatusCondition(x.Status.Conditions, v1alpha1.ConditionReady)
+			if c != nil && c.Status == metav1.ConditionTrue && x.Status.ObservedGeneration == x.Generation && x.Status.ProtectedCount > 0 {
+				ready++
+			}
+		}
+		if time.Since(last) > 30*time.Second {
+			last = time.Now()
+			fmt.Fprintf(os.Stderr, "scale: %v: %d of %d liens Ready\n", sz, ready, sz.liens)
+		}
+		return ready >= sz.liens, nil
+	}); err != nil {
+		b.Fatalf("liens not Ready: %v", err)
+	}
+}
+
+// watches is the number of WATCH requests kube-apiserver serves now.
+func (p *plane) watches(b *testing.B) float64 {
+	b.Helper()
+	raw, err := p.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := kit.ParseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m.Sum("apiserver_longrunning_requests", `verb="WATCH"`)
+}
+
+func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, before float64) sample {
+	b.Helper()
+	m, err := kit.Scrape(context.Background(), metricsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss, err := kit.RSS(ctl.PID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sample{
+		watches:     p.watches(b) - before,
+		goroutines:  m.Sum("go_goroutines"),
+		rss:         rss,
+		queue:       m.Sum("workqueue_depth", `name="lien"`) + m.Sum("workqueue_depth", `name="clusterlien"`),
+		queuedSum:   m.Sum("workqueue_queue_duration_seconds_sum", `name="lien"`),
+		queuedCount: m.Sum("workqueue_queue_duration_seconds_count", `name="lien"`),
+	}
+}
+
+// probes creates n liens, one every interval, each protecting a new
+// ConfigMap by name in a namespace other than the noisy one (bench-000),
+// and returns, for each, the time from the start of its CREATE to the
+// first dry-run DELETE of its ConfigMap that kube-apiserver refuses: what
+// a user who deletes it sees. It polls every 20 ms.
+func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval time.Duration) ([]time.Duration, int) {
+	b.Helper()
+	ctx := context.Background()
+	var (
+		mu   sync.Mutex
+		out  []time.Duration
+		lost int
+		wg   sync.WaitGroup
+		errs = make(chan error, n)
+	)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for i := range n {
+		ns := p.namespace(0)
+		if sz.namespaces > 1 {
+			ns = p.namespace(1 + i%(sz.namespaces-1))
+		}
+		name := fmt.Sprintf("probe-%s-%d", phase, i)
+		if _, err := p.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := &v1alpha1.Lien{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: name}}, Reason: "probe"},
+			}
+			began := time.Now()
+			if err := p.k.Create(ctx, l); err != nil {
+				errs <- err
+				return
+			}
+			for time.Since(began) < probeTimeout {
+				err := p.kube.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+				switch {
+				case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+					mu.Lock()
+					out = append(out, time.Since(began))
+					mu.Unlock()
+					return
+				case err != nil:
+					errs <- fmt.Errorf("dry-run DELETE of ConfigMap %s/%s: %w", ns, name, err)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			mu.Lock()
+			lost++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Error(err)
+	}
+	return out, lost
+}
+
+// noise is the noisy tenant of bench-000: rate relabels a second, open
+// loop (at most 32 at once), alternately of one of its objects (all carry
+// lien markers) and of one of its liens, until stop is closed.
+func (p *plane) noise(sz sizes, rate int, stop <-chan struct{}, written *atomic.Int64) {
+	ctx := context.Background()
+	ns := p.namespace(0)
+	perNS := sz.liensPerNS()
+	objects := max(1, sz.objects/sz.namespaces)
+	sem := make(chan struct{}, 32)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			continue // the tenant's writes are backed up: skip a tick
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"%d"}}}`, churnLabel, n)
+			var err error
+			if n%2 == 0 {
+				j := (n / 2) % objects
+				g := j % perNS
+				_, err = p.dyn.Resource(gvr(g%sz.kinds)).Namespace(ns).Patch(ctx, fmt.Sprintf("o-%d", j), types.MergePatchType, patch, metav1.PatchOptions{})
+			} else {
+				l := &v1alpha1.Lien{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l-%d", (n/2)%perNS), Namespace: ns}}
+				err = p.k.Patch(ctx, l, client.RawPatch(types.MergePatchType, patch))
+			}
+			if err == nil {
+				written.Add(1)
+			}
+		}()
+	}
+}
+
+// profile writes a 20 s CPU profile of the controller, for
+// BENCH_SCALE_PPROF.
+func (p *plane) profile(addr string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=20") //nolint:noctx // a benchmark's diagnosis
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scale: profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.CreateTemp("", "teardown-scale-cpu-*.pprof")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+	fmt.Fprintln(os.Stderr, "scale: CPU profile during the noise:", f.Name())
+}
