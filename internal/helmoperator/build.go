@@ -22,6 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/teardown-dev/teardown/internal/repofile"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -34,21 +35,13 @@ const modulePath = "github.com/teardown-dev/teardown/examples/helm-operator"
 // FindSource returns the operator's module directory: SourceDir under the
 // working directory or the nearest of its parents that has it.
 func FindSource() (string, error) {
-	dir, err := os.Getwd()
+	gomod, err := repofile.Find(filepath.Join(SourceDir, "go.mod"), func(data []byte) bool {
+		return bytes.HasPrefix(data, []byte("module "+modulePath+"\n"))
+	})
 	if err != nil {
-		return "", fmt.Errorf("finding %s: %w", SourceDir, err)
+		return "", fmt.Errorf("the operator is built from its source: %w", err)
 	}
-	for {
-		src := filepath.Join(dir, SourceDir)
-		if data, err := os.ReadFile(filepath.Join(src, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module "+modulePath+"\n")) {
-			return src, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no %s in the working directory or its parents: the operator is built from its source, so run inside a clone of the teardown repository", SourceDir)
-		}
-		dir = parent
-	}
+	return filepath.Dir(gomod), nil
 }
 
 // CRD reads the operator's Foo CRD from src/config/crd.yaml.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/repofile"
 )
 
 // Plan is the name of the Teardown in examples/sriov-network-operator.
@@ -29,21 +28,7 @@ const exampleValues = "examples/sriov-network-operator/values.yaml"
 // ExampleValues finds examples/sriov-network-operator/values.yaml in the
 // working directory or a parent.
 func ExampleValues() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, exampleValues)
-		if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte("name: "+Plan)) {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no %s in the working directory or its parents: run inside a clone of the teardown repository", exampleValues)
-		}
-		dir = parent
-	}
+	return repofile.Find(exampleValues, func(data []byte) bool { return bytes.Contains(data, []byte("name: "+Plan)) })
 }
 
 // WaitArmed waits up to a minute for the plan to be armed.
