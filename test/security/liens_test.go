@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -457,29 +456,12 @@ func servedKinds(t *testing.T) []served {
 			foreign.Insert(crd.Spec.Group)
 		}
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []served
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if foreign.Has(gv.Group) {
+	for gv, r := range preferredResources(t) {
+		if foreign.Has(gv.Group) || strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "delete") {
 			continue
 		}
-		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "delete") {
-				continue
-			}
-			out = append(out, served{gvk: gv.WithKind(r.Kind), resource: r.Name, cluster: !r.Namespaced})
-		}
+		out = append(out, served{gvk: gv.WithKind(r.Kind), resource: r.Name, cluster: !r.Namespaced})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,6 +45,26 @@ func (k clusterScopedKind) String() string {
 // Kubernetes' own groups and teardown.dev, sorted by group, then kind.
 func builtinClusterScoped(t *testing.T) []clusterScopedKind {
 	t.Helper()
+	var out []clusterScopedKind
+	for gv, r := range preferredResources(t) {
+		if strings.Contains(gv.Group, ".") && !strings.HasSuffix(gv.Group, ".k8s.io") && gv.Group != v1alpha1.GroupVersion.Group {
+			continue
+		}
+		if r.Namespaced || strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "get") {
+			continue
+		}
+		out = append(out, clusterScopedKind{gv: gv, kind: r.Kind})
+	}
+	slices.SortFunc(out, func(a, b clusterScopedKind) int {
+		return cmp.Or(strings.Compare(a.gv.Group, b.gv.Group), strings.Compare(a.kind, b.kind))
+	})
+	return slices.CompactFunc(out, func(a, b clusterScopedKind) bool { return a.String() == b.String() })
+}
+
+// preferredResources yields every resource discovery serves, at its
+// group's preferred version.
+func preferredResources(t *testing.T) iter.Seq2[schema.GroupVersion, metav1.APIResource] {
+	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -52,26 +73,19 @@ func builtinClusterScoped(t *testing.T) []clusterScopedKind {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []clusterScopedKind
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(gv.Group, ".") && !strings.HasSuffix(gv.Group, ".k8s.io") && gv.Group != v1alpha1.GroupVersion.Group {
-			continue
-		}
-		for _, r := range list.APIResources {
-			if r.Namespaced || strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "get") {
-				continue
+	return func(yield func(schema.GroupVersion, metav1.APIResource) bool) {
+		for _, list := range lists {
+			gv, err := schema.ParseGroupVersion(list.GroupVersion)
+			if err != nil {
+				t.Fatal(err)
 			}
-			out = append(out, clusterScopedKind{gv: gv, kind: r.Kind})
+			for _, r := range list.APIResources {
+				if !yield(gv, r) {
+					return
+				}
+			}
 		}
 	}
-	slices.SortFunc(out, func(a, b clusterScopedKind) int {
-		return cmp.Or(strings.Compare(a.gv.Group, b.gv.Group), strings.Compare(a.kind, b.kind))
-	})
-	return slices.CompactFunc(out, func(a, b clusterScopedKind) bool { return a.String() == b.String() })
 }
 
 // scopeList matches the CEL list of cluster-scoped kinds in the policies
