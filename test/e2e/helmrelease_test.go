@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/cli/demo"
-	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
@@ -53,26 +53,41 @@ rules: []
 `,
 }
 
-// TestHelmReleaseUnderLien runs the real helm through install, upgrade,
-// rollback, upgrade and uninstall of a release whose records
-// lien.ProtectHelmRelease protects, as a user the lien policies do not
-// trust: every helm command succeeds as without teardown, one revision at
-// a time is deployed, a new revision never inherits a marker without the
-// lien behind it (the controller marks it itself), the uninstall removes
-// what the last revision installed, and the records, their purge accepted,
-// stay until the holder is gone.
+// TestHelmReleaseUnderLien runs the real helm, each of helmcli.Versions,
+// through install, upgrade, rollback, upgrade and uninstall of a release
+// whose records lien.ProtectHelmRelease protects, as a user the lien
+// policies do not trust: every helm command succeeds as without teardown,
+// one revision at a time is deployed, a new revision never inherits a
+// marker without the lien behind it (the controller marks it itself), the
+// uninstall removes what the last revision installed, and the records,
+// their purge accepted, stay until the holder is gone.
 func TestHelmReleaseUnderLien(t *testing.T) {
 	ctx, k := startTeardown(t)
-	eventually := testenv.Eventually
-	gone := func(ctx context.Context, obj client.Object) (bool, error) { return testenv.Gone(ctx, k, obj) }
-	helm := ensureHelm(t)
-	kubeconfig := writeKubeconfig(t)
-	chart := t.TempDir()
+	for _, version := range helmcli.Versions {
+		t.Run(version, func(t *testing.T) { helmReleaseUnderLien(ctx, t, k, version) })
+	}
+}
+
+// helmUser is helm run against the control plane in a namespace of its
+// own, as a user the lien policies do not trust (as an operator's service
+// account would be), with a chart written from helmChart.
+type helmUser struct {
+	t          *testing.T
+	helm       string
+	kubeconfig string
+	home       string
+	ns         string
+	chart      string
+}
+
+func newHelmUser(ctx context.Context, t *testing.T, k client.Client, version string) *helmUser {
+	t.Helper()
+	h := &helmUser{t: t, helm: ensureHelmVersion(t, version), kubeconfig: writeKubeconfig(t), home: t.TempDir(), chart: t.TempDir()}
 	for name, data := range helmChart {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(h.chart, name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(chart, name), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(h.chart, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,44 +95,45 @@ func TestHelmReleaseUnderLien(t *testing.T) {
 	if err := k.Create(ctx, nsObj); err != nil {
 		t.Fatal(err)
 	}
-	ns := nsObj.Name
-	run := func(args ...string) string {
-		t.Helper()
-		// helm acts as a user the lien policies do not trust, as an
-		// operator's service account would.
-		args = append([]string{"--kubeconfig", kubeconfig, "--kube-as-user", "helm-operator", "--kube-as-group", "system:masters", "-n", ns}, args...)
-		out, err := exec.Command(helm, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args[6:], " "), err, out)
-		}
-		return string(out)
-	}
-	records := func(ctx context.Context) ([]corev1.Secret, error) {
-		var l corev1.SecretList
-		err := k.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "myfoo"})
-		slices.SortFunc(l.Items, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
-		return l.Items, err
-	}
-	// allMarked: every record carries the Defer lien, and one is deployed.
-	allMarked := func(revisions int) func(ctx context.Context) (bool, error) {
-		return func(ctx context.Context) (bool, error) {
-			rs, err := records(ctx)
-			if err != nil || len(rs) != revisions {
-				return false, err
-			}
-			deployed := 0
-			for _, r := range rs {
-				if r.Labels[lien.Label] != lien.LabelDefer || !slices.Contains(r.Finalizers, lien.Finalizer) {
-					return false, nil
-				}
-				if r.Labels["status"] == "deployed" {
-					deployed++
-				}
-			}
-			return deployed == 1, nil
-		}
-	}
+	h.ns = nsObj.Name
+	return h
+}
 
+// try runs `helm ARGS -n NS` and returns what it printed and how it ended.
+func (h *helmUser) try(args ...string) (string, error) {
+	h.t.Helper()
+	full := append([]string{"--kubeconfig", h.kubeconfig, "--kube-as-user", "helm-operator", "--kube-as-group", "system:masters", "-n", h.ns}, args...)
+	cmd := exec.Command(h.helm, full...)
+	cmd.Env = helmcli.Env(h.home)
+	out, err := cmd.CombinedOutput()
+	h.t.Logf("$ helm %s -n %s\n%s", strings.Join(args, " "), h.ns, out)
+	return string(out), err
+}
+
+// run is try that fails the test if helm fails.
+func (h *helmUser) run(args ...string) string {
+	h.t.Helper()
+	out, err := h.try(args...)
+	if err != nil {
+		h.t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// records lists the release's records: Secrets, Helm's default driver.
+func (h *helmUser) records(ctx context.Context, k client.Client, release string) ([]corev1.Secret, error) {
+	var l corev1.SecretList
+	err := k.List(ctx, &l, client.InNamespace(h.ns), client.MatchingLabels{"owner": "helm", "name": release})
+	slices.SortFunc(l.Items, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
+	return l.Items, err
+}
+
+func helmReleaseUnderLien(ctx context.Context, t *testing.T, k client.Client, version string) {
+	eventually := testenv.Eventually
+	gone := func(ctx context.Context, obj client.Object) (bool, error) { return testenv.Gone(ctx, k, obj) }
+	h := newHelmUser(ctx, t, k, version)
+	ns, chart, run := h.ns, h.chart, h.run
+	records := func(ctx context.Context) ([]corev1.Secret, error) { return h.records(ctx, k, "myfoo") }
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "myfoo-owner"}}
 	if err := k.Create(ctx, holder); err != nil {
 		t.Fatal(err)
@@ -194,13 +210,15 @@ func startTeardown(t *testing.T) (context.Context, client.Client) {
 	return ctx, k
 }
 
-func ensureHelm(t *testing.T) string {
+// ensureHelmVersion returns the real helm at version (helmcli.Versions),
+// built once into the cache, progress on stderr.
+func ensureHelmVersion(t *testing.T, version string) string {
 	t.Helper()
 	cache, err := localcluster.DefaultCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm, err := doctortest.EnsureHelm(context.Background(), cache)
+	helm, err := helmcli.EnsureVersion(context.Background(), cache, version, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
