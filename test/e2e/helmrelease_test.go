@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -21,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/teardown-dev/teardown/internal/cli"
 	"github.com/teardown-dev/teardown/internal/cli/demo"
 	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/manager"
@@ -134,6 +136,26 @@ func helmReleaseUnderLien(ctx context.Context, t *testing.T, k client.Client, ve
 	h := newHelmUser(ctx, t, k, version)
 	ns, chart, run := h.ns, h.chart, h.run
 	records := func(ctx context.Context) ([]corev1.Secret, error) { return h.records(ctx, k, "myfoo") }
+	// allMarked: every record carries the Defer lien, and one is deployed.
+	allMarked := func(revisions int) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			rs, err := records(ctx)
+			if err != nil || len(rs) != revisions {
+				return false, err
+			}
+			deployed := 0
+			for _, r := range rs {
+				if r.Labels[lien.Label] != lien.LabelDefer || !slices.Contains(r.Finalizers, lien.Finalizer) {
+					return false, nil
+				}
+				if r.Labels["status"] == "deployed" {
+					deployed++
+				}
+			}
+			return deployed == 1, nil
+		}
+	}
+
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "myfoo-owner"}}
 	if err := k.Create(ctx, holder); err != nil {
 		t.Fatal(err)
@@ -246,4 +268,80 @@ func writeKubeconfigAs(t *testing.T, as rest.ImpersonationConfig) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestHelmReinstallWhileRecordsAreKept: with each of helmcli.Versions,
+// after `helm uninstall` of a release whose records a lien keeps, its
+// holder still there, helm still finds the release: `helm status` shows
+// it uninstalling, and `helm install` and `helm upgrade --install` of the
+// name are refused. `teardown why helm/NAME` says which lien and holder
+// keep the record, since when, and when the name is free. Once the holder
+// is gone the records go, and `helm install` of the name succeeds.
+func TestHelmReinstallWhileRecordsAreKept(t *testing.T) {
+	ctx, k := startTeardown(t)
+	for _, version := range helmcli.Versions {
+		t.Run(version, func(t *testing.T) { helmReinstallWhileRecordsAreKept(ctx, t, k, version) })
+	}
+}
+
+func helmReinstallWhileRecordsAreKept(ctx context.Context, t *testing.T, k client.Client, version string) {
+	h := newHelmUser(ctx, t, k, version)
+	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "myfoo-owner"}}
+	if err := k.Create(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	h.run("install", "myfoo", h.chart)
+	l, err := lien.ProtectHelmRelease(ctx, k, h.ns, "myfoo", holder, "the operator uninstalls myfoo from its release records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the record protected", func(ctx context.Context) (bool, error) {
+		rs, err := h.records(ctx, k, "myfoo")
+		return err == nil && len(rs) == 1 && slices.Contains(rs[0].Finalizers, lien.Finalizer), err
+	})
+	h.run("uninstall", "myfoo")
+
+	// What a user types next, and what helm answers while the record is kept.
+	if out := h.run("status", "myfoo"); !strings.Contains(out, "STATUS: uninstalling") {
+		t.Errorf("helm %s status after the uninstall: want STATUS: uninstalling\n%s", version, out)
+	}
+	for _, args := range [][]string{{"install", "myfoo", h.chart}, {"upgrade", "--install", "myfoo", h.chart}} {
+		out, err := h.try(args...)
+		if err == nil {
+			t.Errorf("helm %s %s while the record is kept: succeeded, want refused\n%s", version, strings.Join(args[:len(args)-1], " "), out)
+		}
+		t.Logf("helm %s %s: %v", version, strings.Join(args[:len(args)-1], " "), err)
+	}
+	var out, errOut bytes.Buffer
+	code := cli.Main(ctx, []string{"teardown", "why", "helm/myfoo", "-n", h.ns, "--kubeconfig", h.kubeconfig}, &out, &errOut)
+	t.Logf("$ teardown why helm/myfoo -n %s\n%s%s", h.ns, out.String(), errOut.String())
+	got := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"secret/sh.helm.release.v1.myfoo.v1 is being deleted since",
+		"Helm release " + h.ns + "/myfoo: its record (revision 1, uninstalling) is being deleted since",
+		"helm install myfoo and helm upgrade --install myfoo are refused until it is gone",
+		"helm status myfoo -n " + h.ns + " shows STATUS: uninstalling",
+		"the name is free again once ConfigMap/myfoo-owner is gone",
+		"lien " + h.ns + "/" + l.GetName() + " defers the deletion",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("teardown why helm/myfoo lacks %q", want)
+		}
+	}
+	if code != 1 {
+		t.Errorf("teardown why helm/myfoo: exit %d, want 1 (the record is held)", code)
+	}
+
+	if err := k.Delete(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the records gone once the holder is", func(ctx context.Context) (bool, error) {
+		rs, err := h.records(ctx, k, "myfoo")
+		return err == nil && len(rs) == 0, err
+	})
+	h.run("install", "myfoo", h.chart)
+	if out := h.run("status", "myfoo"); !strings.Contains(out, "STATUS: deployed") {
+		t.Errorf("helm %s status after the re-install: want STATUS: deployed\n%s", version, out)
+	}
+	h.run("uninstall", "myfoo")
 }
