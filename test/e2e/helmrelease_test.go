@@ -305,12 +305,21 @@ func helmReinstallWhileRecordsAreKept(ctx context.Context, t *testing.T, k clien
 	if out := h.run("status", "myfoo"); !strings.Contains(out, "STATUS: uninstalling") {
 		t.Errorf("helm %s status after the uninstall: want STATUS: uninstalling\n%s", version, out)
 	}
-	for _, args := range [][]string{{"install", "myfoo", h.chart}, {"upgrade", "--install", "myfoo", h.chart}} {
-		out, err := h.try(args...)
-		if err == nil {
-			t.Errorf("helm %s %s while the record is kept: succeeded, want refused\n%s", version, strings.Join(args[:len(args)-1], " "), out)
+	inUse := map[string]string{ // Helm 4 reworded it
+		helmcli.V4: "Error: INSTALLATION FAILED: release name check failed: cannot reuse a name that is still in use",
+		helmcli.V3: "Error: INSTALLATION FAILED: cannot re-use a name that is still in use",
+	}[version]
+	for _, tt := range []struct {
+		args    []string
+		refusal string
+	}{
+		{[]string{"install", "myfoo", h.chart}, inUse},
+		{[]string{"upgrade", "--install", "myfoo", h.chart}, `Error: UPGRADE FAILED: "myfoo" has no deployed releases`},
+	} {
+		command := strings.Join(tt.args[:len(tt.args)-1], " ")
+		if out, err := h.try(tt.args...); err == nil || !strings.Contains(out, tt.refusal) {
+			t.Errorf("helm %s %s while the record is kept: %v, want refused with %q\n%s", version, command, err, tt.refusal, out)
 		}
-		t.Logf("helm %s %s: %v", version, strings.Join(args[:len(args)-1], " "), err)
 	}
 	var out, errOut bytes.Buffer
 	code := cli.Main(ctx, []string{"teardown", "why", "helm/myfoo", "-n", h.ns, "--kubeconfig", h.kubeconfig}, &out, &errOut)

@@ -90,7 +90,7 @@ func helmFinding(f *Facts, deleting bool) []Finding {
 		if lo, ok := f.LienObjects[l.Name]; ok && len(lo.HeldBy) > 0 {
 			holders = append(holders, lo.HeldBy...)
 		}
-		fd.Facts = append(fd.Facts, Fact{"kept by", "lien " + l.Name + " (below)"})
+		fd.Facts = append(fd.Facts, Fact{"kept by", "lien " + l.Name})
 	}
 	if status == "uninstalling" {
 		fd.Facts = append(fd.Facts, Fact{"release", "helm uninstall ran to its end: what the release installed was deleted, its records are kept for whoever still reads them"})
