@@ -62,7 +62,7 @@ func getHelmRecord(ctx context.Context, c *resource.Clients, ns, name string) (*
 		}
 	}
 	if newest == "" {
-		return nil, fmt.Errorf("Helm release %s has no record in namespace %s (no Secret or ConfigMap labelled owner=helm,name=%s): nothing keeps the name", name, ns, name)
+		return nil, fmt.Errorf("helm/%s: no record of that release in namespace %s (no Secret or ConfigMap labelled owner=helm,name=%s): nothing keeps the name", name, ns, name)
 	}
 	return resource.Get(c, ns, kind+"/"+newest)
 }
@@ -74,7 +74,8 @@ func getHelmRecord(ctx context.Context, c *resource.Clients, ns, name string) (*
 // what keeps the record, since when, and when the name is free again.
 func helmFinding(f *Facts, deleting bool) []Finding {
 	obj := f.Object
-	if !deleting || !(f.targetIs("", "Secret") || f.targetIs("", "ConfigMap")) || obj.GetLabels()["owner"] != "helm" {
+	record := f.targetIs("", "Secret") || f.targetIs("", "ConfigMap")
+	if !deleting || !record || obj.GetLabels()["owner"] != "helm" {
 		return nil
 	}
 	release, status, revision := obj.GetLabels()["name"], obj.GetLabels()["status"], obj.GetLabels()["version"]
