@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,17 +16,45 @@ import (
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 )
 
-// Version is the real Helm client built and run.
-const Version = "v3.22.0"
+// Version is the Helm client run where one is enough (the sriov harness,
+// the doctor and orphans scenarios): the last of Helm 3.
+const Version = V3
+
+// The Helm clients built and run: the newest of Helm 4 and the last of
+// Helm 3.
+const (
+	V4 = "v4.3.2"
+	V3 = "v3.22.0"
+)
+
+// Versions are the Helm clients the Helm protection tests run with.
+var Versions = []string{V4, V3}
+
+// module is the Go module major path helm is built from at version, as
+// its cmd/helm lives under helm.sh/helm/vN.
+func module(version string) string {
+	major, _, _ := strings.Cut(version, ".")
+	return "helm.sh/helm/" + major
+}
 
 // Ensure returns the path of a helm binary built from helm.sh/helm/v3 at
-// Version into cacheDir, building it once (about 3 minutes cold, reported
-// to progress) and never again while it is there.
+// Version into cacheDir (EnsureVersion).
 func Ensure(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
+	return EnsureVersion(ctx, cacheDir, Version, progress)
+}
+
+// EnsureVersion returns the path of a helm binary built from its module
+// (helm.sh/helm/v4 or helm.sh/helm/v3) at version into its own directory
+// of cacheDir, building it once (about 3 minutes cold, reported to
+// progress) and never again while it is there.
+func EnsureVersion(ctx context.Context, cacheDir, version string, progress io.Writer) (string, error) {
+	if !slices.Contains(Versions, version) {
+		return "", fmt.Errorf("helm %s: not one of the versions built (%s)", version, strings.Join(Versions, ", "))
+	}
 	if progress == nil {
 		progress = io.Discard
 	}
-	dir := filepath.Join(cacheDir, "helm-"+Version)
+	dir := filepath.Join(cacheDir, "helm-"+version)
 	bin := filepath.Join(dir, "helm")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
@@ -37,12 +67,12 @@ func Ensure(ctx context.Context, cacheDir string, progress io.Writer) (string, e
 		return "", fmt.Errorf("creating a build directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(progress, "helm: building %s into %s (once, about 3 minutes)\n", Version, dir)
-	cmd := exec.CommandContext(ctx, "go", "install", "helm.sh/helm/v3/cmd/helm@"+Version)
+	fmt.Fprintf(progress, "helm: building %s into %s (once, about 3 minutes)\n", version, dir)
+	cmd := exec.CommandContext(ctx, "go", "install", module(version)+"/cmd/helm@"+version)
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building helm %s: %w\n%s", Version, err, out)
+		return "", fmt.Errorf("building helm %s: %w\n%s", version, err, out)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
@@ -50,6 +80,7 @@ func Ensure(ctx context.Context, cacheDir string, progress io.Writer) (string, e
 	if err := os.Rename(filepath.Join(tmp, "helm"), bin); err != nil {
 		return "", fmt.Errorf("installing helm into %s: %w", dir, err)
 	}
+	fmt.Fprintf(progress, "helm: %s built\n", version)
 	return bin, nil
 }
 

@@ -21,10 +21,12 @@ func HelmRecords(release string) *metav1.LabelSelector {
 // ProtectHelmRelease keeps every record of the Helm release
 // namespace/release, of every revision, while holder exists: a Defer lien
 // in the release's namespace (a ClusterLien when holder lives elsewhere)
-// on the Secrets and ConfigMaps Helm's labels name. Defer, so that Helm
-// works as without teardown: its purge of the records at uninstall is
-// accepted, and the records stay, kept by teardown's finalizer, until
-// holder is gone. Helm's own writes to the records (a revision marked
+// on the Secrets and ConfigMaps Helm's labels name. Defer, so that Helm's
+// commands succeed as without teardown: its purge of the records at
+// uninstall is accepted, and the records stay, kept by teardown's
+// finalizer, until holder is gone; until then Helm still finds the
+// release (helm status: uninstalling) and refuses to install another of
+// the same name (teardown why helm/RELEASE says why). Helm's own writes to the records (a revision marked
 // superseded, a new revision with the labels of the last) are made
 // harmless in kube-apiserver by the teardown-lien-helm policy. Calling it
 // again changes nothing; Release-like removal is deleting the lien, or

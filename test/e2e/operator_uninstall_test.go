@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/podtoken"
 	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/pkg/teardown"
@@ -64,7 +65,7 @@ var widgets = []string{"w1", "w2", "w3"}
 // RBAC and ServiceAccount (403, 401) and the Widgets keep their finalizer.
 func TestOperatorUninstall(t *testing.T) {
 	ctx, k := startTeardown(t)
-	helm := ensureHelm(t)
+	helm := ensureHelmVersion(t, helmcli.Version)
 	bin := buildWidgetOperator(t)
 
 	t.Run("with the Teardown", func(t *testing.T) {

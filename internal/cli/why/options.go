@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
@@ -22,7 +23,7 @@ type Options struct {
 func NewCommand(flags *genericclioptions.ConfigFlags, out io.Writer) *cobra.Command {
 	o := &Options{}
 	cmd := &cobra.Command{
-		Use:   "why KIND/NAME",
+		Use:   "why KIND/NAME | helm/RELEASE",
 		Short: "Explain why an object or namespace is not gone, or what would hold its deletion",
 		Long: `why explains why an object or a namespace is stuck deleting (or, before a
 delete, what would hold it): each finalizer, who wrote it, what removes it
@@ -31,11 +32,15 @@ grouped by kind with the reason for each; liens; unavailable APIServices
 and failing conversion webhooks (and whether their server can come back);
 fail-closed webhooks without endpoints; pods on dead nodes; the pods using
 a claim; a definition's custom resources; foreground deletion waiting on
-dependents. It never advises removing one of Kubernetes' own finalizers,
+dependents. helm/RELEASE is the newest record of a Helm release in the
+namespace: why helm install or helm upgrade --install of that name is
+refused while the record is kept (which lien, which holder, since when).
+It never advises removing one of Kubernetes' own finalizers,
 and gives a removal command only when the remover is confirmed gone.
 Exit code 1 when something holds the deletion.`,
 		Example: `  teardown why namespace/foohome
   teardown why foo.example.com/myfoo -n foohome
+  teardown why helm/myfoo -n foohome
   kubectl teardown why deployment my-operator -n operators -o json`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,7 +60,12 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 	if err != nil {
 		return err
 	}
-	target, err := resource.Get(clients, ns, args...)
+	var target *cliresource.Info
+	if release, ok := helmReleaseArg(args); ok {
+		target, err = getHelmRecord(ctx, clients, ns, release)
+	} else {
+		target, err = resource.Get(clients, ns, args...)
+	}
 	if err != nil {
 		return err
 	}
