@@ -119,7 +119,9 @@ func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 		if _, err := e.Dyn.Resource(ownerRules).Create(ctx, &rule, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.Dyn.Resource(ownerRules).Delete(context.Background(), rule.GetName(), metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = e.Dyn.Resource(ownerRules).Delete(context.Background(), rule.GetName(), metav1.DeleteOptions{})
+		})
 
 		// The operator erases what it did not render: an owner link,
 		// written by the admin, is gone a moment later.

@@ -253,7 +253,9 @@ func TestOwnerRuleRights(t *testing.T) {
 		var err error
 		if cluster {
 			_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subj}, metav1.CreateOptions{})
-			t.Cleanup(func() { _ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
 		} else {
 			_, err = kube.RbacV1().RoleBindings(tenant).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subj}, metav1.CreateOptions{})
 		}
