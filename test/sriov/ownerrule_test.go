@@ -21,6 +21,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/demo"
 	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -30,21 +31,9 @@ var (
 	ownerRules    = schema.GroupVersionResource{Group: "teardown.dev", Version: "v1alpha1", Resource: "ownerrules"}
 )
 
-// sriovOwnerRule is docs/owners.md's rule for the operator's NADs.
-const sriovOwnerRule = `apiVersion: teardown.dev/v1alpha1
-kind: OwnerRule
-metadata:
-  name: sriov-network-nads
-spec:
-  owner:
-    apiVersion: sriovnetwork.openshift.io/v1
-    kind: SriovNetwork
-  dependent:
-    apiVersion: k8s.cni.cncf.io/v1
-    kind: NetworkAttachmentDefinition
-    resource: network-attachment-definitions
-    namespaceFrom: spec.networkNamespace
-`
+// ownerRuleDoc is where docs/owners.md shows the rule for the operator's
+// NADs, which the test applies as written.
+const ownerRuleDoc, ownerRuleHeading = "../../docs/owners.md", "## Owner rules: links an operator cannot erase"
 
 // TestOwnerRuleDeletesTheOperatorsNADs: the real operator renders a NAD
 // from each SriovNetwork into the namespace spec.networkNamespace names,
@@ -53,7 +42,8 @@ spec:
 // operator stopped (crashed, scaled down, uninstalled: its NAD-deleting
 // finalizer path gone; on SIGTERM it clears its finalizers from the
 // SriovNetworks), deleting the SriovNetworks leaves their NADs behind;
-// with docs/owners.md's OwnerRule, teardown deletes them.
+// with docs/owners.md's OwnerRule, applied as written, teardown deletes
+// them.
 func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -112,8 +102,12 @@ func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 	t.Run("with the rule", func(t *testing.T) {
 		e, _ := newEnv(ctx, t, "")
 		install(ctx, t, e)
+		doc, err := testenv.CodeBlock(ownerRuleDoc, ownerRuleHeading, "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
 		var rule unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(sriovOwnerRule), &rule.Object); err != nil {
+		if err := yaml.Unmarshal([]byte(strings.Join(doc, "\n")), &rule.Object); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Dyn.Resource(ownerRules).Create(ctx, &rule, metav1.CreateOptions{}); err != nil {
