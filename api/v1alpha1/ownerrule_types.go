@@ -47,7 +47,8 @@ type OwnerRuleDependent struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(metadata[.](name|namespace)|spec([.][A-Za-z_][A-Za-z0-9_]*)+)$')",message="nameFrom must be metadata.name, metadata.namespace or a dotted path under spec such as spec.resourceName"
 	NameFrom string `json:"nameFrom,omitempty"`
 
-	// Selector, when set, must match the dependent's labels too.
+	// Selector, when set, must match the dependent's labels too: only
+	// the dependents it selects are watched.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
@@ -70,7 +71,7 @@ type OwnerRuleStatus struct {
 	// +optional
 	Owners int32 `json:"owners,omitempty"`
 	// Refused is how many dependents an owner names that the rule does
-	// not bind (created before their owner, or not matching the selector).
+	// not bind (created before their owner).
 	// +optional
 	Refused int32 `json:"refused,omitempty"`
 	// Conditions: Accepted (the kinds are served and the rights checked

@@ -108,8 +108,8 @@ type bound struct {
 type refusedDependent struct{ dependent, why string }
 
 // check tells whether the dependent of owner (full, from the rule's
-// informer) is bound: it exists, is not the owner, matches the selector,
-// and was not created before its owner (a dependent there before its owner
+// informer) is bound: it exists (in the informer of the dependents that
+// match the selector), is not the owner, and was not created before its owner (a dependent there before its owner
 // is someone else's: a rule never makes it the owner's).
 func (ru *rule) check(owner *unstructured.Unstructured) (*metav1.PartialObjectMetadata, *refusedDependent) {
 	ns, name, ok := ru.target(owner)
@@ -129,8 +129,6 @@ func (ru *rule) check(owner *unstructured.Unstructured) (*metav1.PartialObjectMe
 	switch {
 	case dep.UID == owner.GetUID():
 		return nil, nil
-	case !ru.selector.Matches(labels.Set(dep.Labels)):
-		return nil, &refusedDependent{what, "its labels do not match spec.dependent.selector"}
 	case dep.CreationTimestamp.Before(&created):
 		return nil, &refusedDependent{what, fmt.Sprintf("created before its owner %s (%s < %s): a rule never binds an object that was there first",
 			ownerName, dep.CreationTimestamp.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))}
@@ -424,7 +422,9 @@ func (rs *rules) run(ru *rule) error {
 			}
 		}
 	}
-	deps, err := rs.meta.Watch(metacache.Key{Resource: ru.dep}, nil, cache.ResourceEventHandlerFuncs{
+	// The selector is the server's: the cache holds only the labels
+	// teardown reads.
+	deps, err := rs.meta.Watch(metacache.Key{Resource: ru.dep, Labels: ru.selector.String()}, nil, cache.ResourceEventHandlerFuncs{
 		AddFunc: dependent, UpdateFunc: func(_, o any) { dependent(o) }, DeleteFunc: dependent,
 	})
 	if err != nil {

@@ -268,7 +268,7 @@ func TestOwnerRuleRights(t *testing.T) {
 		c.Impersonate = rest.ImpersonationConfig{UserName: user}
 		return dynamic.NewForConfigOrDie(c)
 	}
-	writeRules := rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ownerrules"}, Verbs: []string{"create", "update"}}
+	writeRules := rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ownerrules"}, Verbs: []string{"create", "update", "patch"}}
 	updateOwners := rbacv1.PolicyRule{APIGroups: []string{"sriovnetwork.example.com"}, Resources: []string{"sriovnetworks"}, Verbs: []string{"update"}}
 	deleteDeps := rbacv1.PolicyRule{APIGroups: []string{"k8s.cni.example.com"}, Resources: []string{"network-attachment-definitions"}, Verbs: []string{"delete"}}
 
