@@ -10,12 +10,17 @@ import (
 // ShellBlock returns the lines of the first ```sh block after the heading
 // in the markdown file, as a reader copies them: the docs' commands are run
 // as written by the tests that read them.
-func ShellBlock(file, heading string) ([]string, error) {
+func ShellBlock(file, heading string) ([]string, error) { return CodeBlock(file, heading, "sh") }
+
+// CodeBlock returns the lines of the first ```lang block after the heading
+// in the markdown file (a manifest the docs show, say), as a reader copies
+// them.
+func CodeBlock(file, heading, lang string) ([]string, error) {
 	var lines []string
 	in := false
 	err := afterHeading(file, heading, func(l string) bool {
 		switch {
-		case !in && strings.TrimSpace(l) == "```sh":
+		case !in && strings.TrimSpace(l) == "```"+lang:
 			in = true
 		case in && strings.TrimSpace(l) == "```":
 			return true
@@ -28,7 +33,7 @@ func ShellBlock(file, heading string) ([]string, error) {
 		return nil, err
 	}
 	if !in {
-		return nil, fmt.Errorf("%s: no sh block after %q", file, heading)
+		return nil, fmt.Errorf("%s: no %s block after %q", file, lang, heading)
 	}
 	return lines, nil
 }

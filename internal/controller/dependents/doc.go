@@ -52,6 +52,16 @@
 // first. A dependent with more than 32 links is malformed: no owner of it
 // is read.
 //
+// OwnerRules (rules.go) declare links without writing to the dependents,
+// for dependents an operator rewrites: per rule, an informer of the owner
+// kind in full (indexed by the dependent each owner's fields name) and one
+// of the dependent kind (metadata, by the rule's selector). An owner with a
+// bound dependent is held as a linked one; when it is deleted, its bound
+// dependents are deleted first (nothing on them names it once it is gone),
+// after a live read of the owner, with the UID and resourceVersion
+// preconditions of the checked copy. A dependent created before its owner
+// is never bound.
+//
 // Cost: an owner confirmed gone is remembered by its whole link (group,
 // kind, namespace, name, UID) in a bounded, expiring memo, so its
 // dependents share one live GET; each dependent then costs one DELETE, and

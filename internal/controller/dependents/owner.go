@@ -50,7 +50,8 @@ func (r *Reconciler) reconcileOwnerNormal(ctx context.Context, req request, owne
 		return nil // reported; a held finalizer stays held until the label is fixed
 	}
 	has := slices.Contains(owner.Finalizers, links.Finalizer)
-	needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(objectIndexKey(req.GVR, owner))) > 0
+	ruled, _ := r.rules.dependentsOf(req.GVR, owner)
+	needs := policy.NeedsFinalizer() || len(r.w.dependentsOf(objectIndexKey(req.GVR, owner))) > 0 || len(ruled) > 0
 	labelled := owner.Labels[links.OwnerLabel] == "true"
 	switch {
 	case needs && (!has || !labelled):
@@ -97,11 +98,24 @@ func (r *Reconciler) reconcileOwnerDelete(ctx context.Context, req request, owne
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if pending > 0 {
+		ruled, err := r.deleteRuleDependents(ctx, req, owner, true)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if pending+ruled > 0 {
 			return reconcile.Result{RequeueAfter: foregroundPoll}, nil
 		}
 		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
-	default: // Delete (OrphanUnlessConfirmed, confirmed): the owner goes, then its dependents.
+	default: // Delete (OrphanUnlessConfirmed, confirmed): the owner goes, then its linked dependents.
+		// The dependents an OwnerRule binds go first: nothing on them
+		// names the owner once it is gone.
+		ruled, err := r.deleteRuleDependents(ctx, req, owner, false)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if ruled > 0 {
+			return reconcile.Result{RequeueAfter: foregroundPoll}, nil
+		}
 		return reconcile.Result{}, r.releaseOwner(ctx, req, owner)
 	}
 }

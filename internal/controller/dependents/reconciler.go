@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
@@ -67,6 +69,7 @@ type Reconciler struct {
 	mapper meta.RESTMapper
 	events events.EventRecorder
 	w      *watcher
+	rules  *rules
 
 	gone    *goneOwners     // owners a live GET confirmed gone
 	deleted *deletedSummary // one DeletedDependent event per owner and window
@@ -93,12 +96,22 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	if !mgr.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("OwnerRule")) {
+		if err := v1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+			return nil, err
+		}
+	}
 	r := &Reconciler{
 		meta:   o.Cache.Client(),
 		client: mgr.GetClient(),
 		mapper: mgr.GetRESTMapper(),
 		events: mgr.GetEventRecorder("teardown-dependents"),
 		w:      newWatcher(o.Cache, disc, o.DiscoveryInterval),
+		rules:  newRules(mgr.GetCache(), mgr.GetClient(), mgr.GetRESTMapper(), o.Cache, dyn),
 		gone:   newGoneOwners(),
 	}
 	r.deleted = newDeletedSummary(r.ownerEvent)
@@ -116,6 +129,9 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if err := c.Watch(r.w); err != nil {
 		return nil, err
 	}
+	if err := c.Watch(r.rules); err != nil {
+		return nil, err
+	}
 	current.Store(r.w)
 	return r, nil
 }
@@ -125,12 +141,14 @@ var notSynced = reconcile.Result{RequeueAfter: 500 * time.Millisecond}
 
 // Reconcile implements reconcile.TypedReconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Result, error) {
-	if !r.w.synced() {
+	if !r.w.synced() || !r.rules.synced() {
 		return notSynced, nil
 	}
 	var res reconcile.Result
 	var err error
 	switch {
+	case req.Rule != "":
+		err = r.reconcileRule(ctx, req.Rule)
 	case req.Owner:
 		res, err = r.reconcileOwner(ctx, req)
 	case req.Link != links.OwnerLink{}:

@@ -32,6 +32,8 @@ type request struct {
 	// for all the dependents listed at start that carry it: the queue
 	// holds one request per owner, not one per dependent.
 	Link links.OwnerLink
+	// Rule, set alone, asks for the status of the OwnerRule so named.
+	Rule string
 }
 
 // ownerIndex indexes dependents by the owners their links name, each by

@@ -72,6 +72,7 @@ func (t *intern) trim(m *metav1.PartialObjectMetadata) {
 		Namespace:         t.str(m.Namespace),
 		UID:               m.UID,
 		ResourceVersion:   m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp, // an OwnerRule never binds a dependent older than its owner
 		DeletionTimestamp: m.DeletionTimestamp,
 		Finalizers:        t.list(m.Finalizers),
 		Labels:            t.set(m.Labels),

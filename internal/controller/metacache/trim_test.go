@@ -37,7 +37,7 @@ func TestTrimKeepsWhatTheControllersRead(t *testing.T) {
 	want := &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "a", Namespace: "shop", UID: "uid-a", ResourceVersion: "42", DeletionTimestamp: &deleted,
+			Name: "a", Namespace: "shop", UID: "uid-a", ResourceVersion: "42", CreationTimestamp: deleted, DeletionTimestamp: &deleted,
 			Labels:      map[string]string{"teardown.dev/owned": "true"},
 			Annotations: map[string]string{"teardown.dev/owners": `[{"uid":"u"}]`},
 			Finalizers:  []string{"teardown.dev/lien", "kubernetes"},

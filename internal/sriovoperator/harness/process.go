@@ -200,3 +200,8 @@ func containerEnv(ctx context.Context, kube kubernetes.Interface, pod *corev1.Po
 	}
 	return env, nil
 }
+
+// Stop stops p as its Pod's deletion would (SIGTERM, then SIGKILL after
+// 30 seconds) and returns once it exited; its Pod stays. It is the
+// operator stopped, or crashed, while its objects stay.
+func (p *Process) Stop() { p.stop(30 * time.Second) }
