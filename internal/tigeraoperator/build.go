@@ -2,6 +2,7 @@ package tigeraoperator
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 
@@ -18,10 +19,18 @@ const (
 	Operator = "operator"
 )
 
-// CRDDirs are the module's directories of the CRDs a Calico install needs
-// (pkg/crds: the operator's own, operator.tigera.io, and Calico's,
-// crd.projectcalico.org), which its release manifests and chart carry.
-var CRDDirs = []string{"pkg/crds/operator", "pkg/crds/calico"}
+// CRDFiles are the module's CRDs a Calico (not Enterprise) install needs,
+// as patterns of paths in the module: Calico's (crd.projectcalico.org) and
+// the operator's own for Calico (operator.tigera.io). Calico's chart
+// carries these; the operator's Enterprise CRDs (LogStorage, Monitor...)
+// would make it run its Enterprise controllers.
+var CRDFiles = []string{
+	"pkg/crds/calico/*.yaml",
+	"pkg/crds/operator/operator.tigera.io_apiservers.yaml",
+	"pkg/crds/operator/operator.tigera.io_imagesets.yaml",
+	"pkg/crds/operator/operator.tigera.io_installations.yaml",
+	"pkg/crds/operator/operator.tigera.io_tigerastatuses.yaml",
+}
 
 // Release is the operator's module and its binary, built.
 type Release struct {
@@ -34,13 +43,17 @@ type Release struct {
 // Path is the path of the operator's binary.
 func (r Release) Path() string { return filepath.Join(r.Bin, Operator) }
 
-// CRDs are the directories of CRDDirs in the module.
-func (r Release) CRDs() []string {
-	dirs := make([]string, len(CRDDirs))
-	for i, d := range CRDDirs {
-		dirs[i] = filepath.Join(r.Source, d)
+// CRDs are the files of CRDFiles in the module.
+func (r Release) CRDs() ([]string, error) {
+	var files []string
+	for _, pattern := range CRDFiles {
+		m, err := filepath.Glob(filepath.Join(r.Source, pattern))
+		if err != nil || len(m) == 0 {
+			return nil, fmt.Errorf("the module %s@%s has no %s", Module, Version, pattern)
+		}
+		files = append(files, m...)
 	}
-	return dirs
+	return files, nil
 }
 
 // Build returns Version's module and the operator built from it with its

@@ -51,7 +51,7 @@ func TestUninstallWithTeardown(t *testing.T) {
 			t.Error(err)
 		}
 		e.Settle(ctx)
-		got := sriov.Leftovers(before, snapshot(ctx, t))
+		got := leftovers(before, snapshot(ctx, t))
 		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
 		if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
 			t.Errorf("left after helm uninstall with the Teardown (-want +got):\n%s", diff)
@@ -69,7 +69,7 @@ func TestUninstallWithTeardown(t *testing.T) {
 		}
 		phase := waitPlanEnded(ctx, t, e)
 		e.Settle(ctx)
-		got := sriov.Leftovers(before, snapshot(ctx, t))
+		got := leftovers(before, snapshot(ctx, t))
 		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
 		if diff := cmp.Diff(deleteNamespaceWithTeardownLeftovers, got); diff != "" {
 			t.Errorf("left after kubectl delete ns with the Teardown (-want +got):\n%s", diff)
@@ -77,9 +77,22 @@ func TestUninstallWithTeardown(t *testing.T) {
 	})
 }
 
-var helmUninstallWithTeardownLeftovers = sorted(chartCRDs, []string{})
+// helmUninstallWithTeardownLeftovers is what `helm uninstall` leaves with
+// the plan: the operator, kept running with its rights, removed its
+// finalizers once the Installation was deleted, the garbage collector
+// deleted what it rendered, the plan deleted the FelixConfiguration and
+// TigeraStatus, then what it kept, then the release's records: left are
+// the CRDs (helm never deletes crds/) and the namespace
+// (--create-namespace).
+var helmUninstallWithTeardownLeftovers = sorted(chartCRDs, []string{
+	"configmaps tigera-operator/kube-root-ca.crt",
+	"namespaces tigera-operator",
+	"serviceaccounts tigera-operator/default",
+})
 
-var deleteNamespaceWithTeardownLeftovers = sorted(chartCRDs, []string{})
+// deleteNamespaceWithTeardownLeftovers is what `kubectl delete ns` leaves
+// with the plan: the CRDs only.
+var deleteNamespaceWithTeardownLeftovers = chartCRDs
 
 // installWithPlan installs the operator with the plan, as helm-user, by the
 // README's install block, and returns once the plan is armed, with a

@@ -44,7 +44,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 			t.Errorf("helm uninstall: exit %d, want 0 and release uninstalled", r.Code)
 		}
 		e.Settle(ctx)
-		got := sriov.Leftovers(before, snapshot(ctx, t))
+		got := leftovers(before, snapshot(ctx, t))
 		t.Logf("left:\n%s", strings.Join(got, "\n"))
 		if diff := cmp.Diff(helmUninstallLeftovers, got); diff != "" {
 			t.Errorf("left after helm uninstall (-want +got):\n%s", diff)
@@ -59,7 +59,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		r := e.Command(2*time.Minute, "kubectl", "delete", "ns", ns)
 		t.Logf("$ kubectl delete ns %s: exit %d in %s\n%s", ns, r.Code, r.Took.Round(time.Millisecond), r.Out)
 		e.Settle(ctx)
-		got := sriov.Leftovers(before, snapshot(ctx, t))
+		got := leftovers(before, snapshot(ctx, t))
 		t.Logf("left:\n%s", strings.Join(got, "\n"))
 		if diff := cmp.Diff(deleteNamespaceLeftovers, got); diff != "" {
 			t.Errorf("left after kubectl delete ns (-want +got):\n%s", diff)
@@ -88,13 +88,132 @@ func logRefusals(t *testing.T, e *harness.Env) {
 	t.Logf("the operator's last refusals:\n%s", strings.Join(lines, ""))
 }
 
-var helmUninstallLeftovers = sorted(chartCRDs, []string{})
+// helmUninstallLeftovers is what `helm uninstall` leaves (seed 001): helm
+// deleted the operator's Deployment, ServiceAccount, ClusterRole and
+// binding with the Installation, so the operator, stopped and with no
+// rights, never removed its finalizers: the Installation stays being
+// deleted with tigera.io/operator-cleanup, calico-node's and the CNI
+// plugin's RBAC keep tigera.io/cni-protector, and nothing the operator
+// rendered (owned by the Installation, or by no one) is deleted: all of
+// calico-system, its cluster RBAC and CSIDriver, the certificates in
+// tigera-operator, the FelixConfiguration and TigeraStatus.
+var helmUninstallLeftovers = sorted(chartCRDs, []string{
+	"clusterrolebindings.rbac.authorization.k8s.io calico-cni-plugin finalizers tigera.io/cni-protector",
+	"clusterrolebindings.rbac.authorization.k8s.io calico-kube-controllers",
+	"clusterrolebindings.rbac.authorization.k8s.io calico-node finalizers tigera.io/cni-protector",
+	"clusterrolebindings.rbac.authorization.k8s.io calico-typha",
+	"clusterroles.rbac.authorization.k8s.io calico-cni-plugin finalizers tigera.io/cni-protector",
+	"clusterroles.rbac.authorization.k8s.io calico-kube-controllers",
+	"clusterroles.rbac.authorization.k8s.io calico-node finalizers tigera.io/cni-protector",
+	"clusterroles.rbac.authorization.k8s.io calico-typha",
+	"configmaps calico-system/active-operator",
+	"configmaps calico-system/cni-config",
+	"configmaps calico-system/kube-root-ca.crt",
+	"configmaps calico-system/tigera-ca-bundle",
+	"configmaps tigera-operator/kube-root-ca.crt",
+	"csidrivers.storage.k8s.io csi.tigera.io",
+	"daemonsets.apps calico-system/calico-node",
+	"daemonsets.apps calico-system/csi-node-driver",
+	"deployments.apps calico-system/calico-kube-controllers",
+	"deployments.apps calico-system/calico-typha",
+	"felixconfigurations.crd.projectcalico.org default",
+	"installations.operator.tigera.io default (being deleted) finalizers tigera.io/operator-cleanup",
+	"namespaces calico-system",
+	"namespaces tigera-operator",
+	"poddisruptionbudgets.policy calico-system/calico-typha",
+	"secrets calico-system/node-certs",
+	"secrets calico-system/typha-certs",
+	"secrets tigera-operator/node-certs",
+	"secrets tigera-operator/tigera-ca-private",
+	"secrets tigera-operator/typha-certs",
+	"serviceaccounts calico-system/calico-cni-plugin finalizers tigera.io/cni-protector",
+	"serviceaccounts calico-system/calico-kube-controllers",
+	"serviceaccounts calico-system/calico-node finalizers tigera.io/cni-protector",
+	"serviceaccounts calico-system/calico-typha",
+	"serviceaccounts calico-system/default",
+	"serviceaccounts tigera-operator/default",
+	"services calico-system/calico-typha",
+	"tigerastatuses.operator.tigera.io calico",
+})
 
-var deleteNamespaceLeftovers = sorted(chartCRDs, []string{})
+// deleteNamespaceLeftovers is what `kubectl delete ns` leaves: the
+// namespace goes (nothing in it has a finalizer), with the operator's
+// Pod and ServiceAccount, before anyone deleted the Installation; the
+// Installation stays (not deleted, its finalizer on), and so does all the
+// operator rendered, and the chart's cluster-scoped ClusterRole and
+// binding.
+var deleteNamespaceLeftovers = sorted(chartCRDs, []string{
+	"clusterrolebindings.rbac.authorization.k8s.io calico-cni-plugin finalizers tigera.io/cni-protector",
+	"clusterrolebindings.rbac.authorization.k8s.io calico-kube-controllers",
+	"clusterrolebindings.rbac.authorization.k8s.io calico-node finalizers tigera.io/cni-protector",
+	"clusterrolebindings.rbac.authorization.k8s.io calico-typha",
+	"clusterrolebindings.rbac.authorization.k8s.io tigera-operator",
+	"clusterroles.rbac.authorization.k8s.io calico-cni-plugin finalizers tigera.io/cni-protector",
+	"clusterroles.rbac.authorization.k8s.io calico-kube-controllers",
+	"clusterroles.rbac.authorization.k8s.io calico-node finalizers tigera.io/cni-protector",
+	"clusterroles.rbac.authorization.k8s.io calico-typha",
+	"clusterroles.rbac.authorization.k8s.io tigera-operator",
+	"configmaps calico-system/active-operator",
+	"configmaps calico-system/cni-config",
+	"configmaps calico-system/kube-root-ca.crt",
+	"configmaps calico-system/tigera-ca-bundle",
+	"csidrivers.storage.k8s.io csi.tigera.io",
+	"daemonsets.apps calico-system/calico-node",
+	"daemonsets.apps calico-system/csi-node-driver",
+	"deployments.apps calico-system/calico-kube-controllers",
+	"deployments.apps calico-system/calico-typha",
+	"felixconfigurations.crd.projectcalico.org default",
+	"installations.operator.tigera.io default finalizers tigera.io/operator-cleanup",
+	"namespaces calico-system",
+	"poddisruptionbudgets.policy calico-system/calico-typha",
+	"secrets calico-system/node-certs",
+	"secrets calico-system/typha-certs",
+	"serviceaccounts calico-system/calico-cni-plugin finalizers tigera.io/cni-protector",
+	"serviceaccounts calico-system/calico-kube-controllers",
+	"serviceaccounts calico-system/calico-node finalizers tigera.io/cni-protector",
+	"serviceaccounts calico-system/calico-typha",
+	"serviceaccounts calico-system/default",
+	"services calico-system/calico-typha",
+	"tigerastatuses.operator.tigera.io calico",
+})
 
 // chartCRDs are the chart's CRDs (helm never deletes crds/) and the
 // APIServices kube-apiserver made for their groups: left on every path.
-var chartCRDs = []string{}
+var chartCRDs = []string{
+	"apiservices.apiregistration.k8s.io v1.crd.projectcalico.org",
+	"apiservices.apiregistration.k8s.io v1.operator.tigera.io",
+	"customresourcedefinitions.apiextensions.k8s.io apiservers.operator.tigera.io",
+	"customresourcedefinitions.apiextensions.k8s.io bgpconfigurations.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io bgpfilters.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io bgppeers.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io blockaffinities.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io caliconodestatuses.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io clusterinformations.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io felixconfigurations.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io globalnetworkpolicies.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io globalnetworksets.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io hostendpoints.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io imagesets.operator.tigera.io",
+	"customresourcedefinitions.apiextensions.k8s.io installations.operator.tigera.io",
+	"customresourcedefinitions.apiextensions.k8s.io ipamblocks.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io ipamconfigs.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io ipamhandles.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io ippools.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io ipreservations.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io kubecontrollersconfigurations.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io networkpolicies.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io networksets.crd.projectcalico.org",
+	"customresourcedefinitions.apiextensions.k8s.io tigerastatuses.operator.tigera.io",
+}
+
+// leftovers is what after has that before had not, but the IPAddress
+// objects of Services' cluster IPs (their names are the addresses,
+// chosen at random): they go with their Service, which a list names.
+func leftovers(before, after map[string]sriov.Object) []string {
+	return slices.DeleteFunc(sriov.Leftovers(before, after), func(k string) bool {
+		return strings.HasPrefix(k, "ipaddresses.networking.k8s.io ")
+	})
+}
 
 // sorted is the lists' strings, sorted, as Leftovers returns them.
 func sorted(lists ...[]string) []string {

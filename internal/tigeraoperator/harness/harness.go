@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
+		"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,7 +120,7 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	_, err = kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{corev1.LabelOSStable: "linux"}}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating node %s: %w", node, err)
 	}
@@ -165,7 +164,7 @@ func (e *Env) command(timeout time.Duration, dir string, env []string, name stri
 
 // Chart writes the chart into dir: examples/tigera-operator/chart (found
 // in the working directory or a parent) with the module's CRDs
-// (tigeraoperator.CRDDirs) in its crds/, as Calico's chart carries them.
+// (tigeraoperator.CRDFiles) in its crds/, as Calico's chart carries them.
 func (e *Env) Chart(dir string) error {
 	src, err := FindInRepo(exampleChart)
 	if err != nil {
@@ -178,19 +177,17 @@ func (e *Env) Chart(dir string) error {
 	if err := os.MkdirAll(crds, 0o755); err != nil {
 		return err
 	}
-	for _, d := range e.Rel.CRDs() {
-		files, err := fs.Glob(os.DirFS(d), "*.yaml")
+	files, err := e.Rel.CRDs()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
-		for _, f := range files {
-			data, err := os.ReadFile(filepath.Join(d, f))
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(crds, f), data, 0o644); err != nil {
-				return err
-			}
+		if err := os.WriteFile(filepath.Join(crds, filepath.Base(f)), data, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -285,7 +282,9 @@ func (e *Env) HelmUninstall() sriov.Result {
 // Settle waits until the operator has stopped or had ten seconds to act
 // after a command, then five seconds more, then (at most two minutes)
 // until the garbage collector has deleted every namespaced object whose
-// owner is gone. What is left is then what stays.
+// owner is gone and no namespace is being deleted (the collector deletes
+// calico-system, owned by the Installation). What is left is then what
+// stays.
 func (e *Env) Settle(ctx context.Context) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && e.Operator.Running() {
@@ -299,10 +298,15 @@ func (e *Env) Settle(ctx context.Context) {
 			return false, nil
 		}
 		waiting = sriov.Orphaned(s)
+		for k, o := range s {
+			if o.GVR.Resource == "namespaces" && o.Deleting {
+				waiting = append(waiting, k)
+			}
+		}
 		return len(waiting) == 0, nil
 	})
 	if len(waiting) > 0 {
-		e.opts.Log("still owned by an object that is gone after 2m:\n%s", strings.Join(waiting, "\n"))
+		e.opts.Log("still owned by an object that is gone, or a namespace being deleted, after 2m:\n%s", strings.Join(waiting, "\n"))
 	}
 	e.opts.Log("operator running: %t", e.Operator.Running())
 }
