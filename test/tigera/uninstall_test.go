@@ -46,7 +46,16 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 		e.Settle(ctx)
 		got := leftovers(before, snapshot(ctx, t))
 		t.Logf("left:\n%s", strings.Join(got, "\n"))
-		if diff := cmp.Diff(helmUninstallLeftovers, got); diff != "" {
+		// The operator's status manager writes TigeraStatus calico on its
+		// own schedule: whether it exists when the operator loses its
+		// rights varies from run to run (both seen). The rest is the same.
+		want := helmUninstallLeftovers
+		statusLeft := slices.Contains(got, tigeraStatus)
+		if !statusLeft {
+			want = slices.DeleteFunc(slices.Clone(want), func(k string) bool { return k == tigeraStatus })
+		}
+		t.Logf("TigeraStatus calico left: %t", statusLeft)
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("left after helm uninstall (-want +got):\n%s", diff)
 		}
 		logRefusals(t, e)
@@ -176,6 +185,9 @@ var deleteNamespaceLeftovers = sorted(chartCRDs, []string{
 	"services calico-system/calico-typha",
 	"tigerastatuses.operator.tigera.io calico",
 })
+
+// tigeraStatus is the operator's TigeraStatus.
+const tigeraStatus = "tigerastatuses.operator.tigera.io calico"
 
 // chartCRDs are the chart's CRDs (helm never deletes crds/) and the
 // APIServices kube-apiserver made for their groups: left on every path.
