@@ -188,10 +188,17 @@ func (e *Env) Command(timeout time.Duration, name string, args ...string) Result
 // command is Command run in dir (the current directory when empty) with
 // env added.
 func (e *Env) command(timeout time.Duration, dir string, env []string, name string, args ...string) Result {
+	env = append(append(helmcli.Env(filepath.Join(e.opts.Dir, "home")), "KUBECONFIG="+e.opts.Kubeconfig), env...)
+	return Run(timeout, dir, env, name, args...)
+}
+
+// Run runs name with args in dir (the current directory when empty) with
+// env only, and returns its combined output, exit code and how long it
+// took. It gives up after timeout, killing it.
+func Run(timeout time.Duration, dir string, env []string, name string, args ...string) Result {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(helmcli.Env(filepath.Join(e.opts.Dir, "home")), "KUBECONFIG="+e.opts.Kubeconfig)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	started := time.Now()
@@ -476,7 +483,7 @@ func (e *Env) Settle(ctx context.Context) {
 		if err != nil {
 			return false, nil
 		}
-		waiting = orphaned(s)
+		waiting = Orphaned(s)
 		return len(waiting) == 0, nil
 	})
 	if len(waiting) > 0 {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -33,8 +35,14 @@ func ExampleValues() (string, error) {
 
 // WaitArmed waits up to a minute for the plan to be armed.
 func (e *Env) WaitArmed(ctx context.Context) error {
-	return poll(e.Operator, time.Minute, "the Teardown armed", func(ctx context.Context) (bool, error) {
-		td, err := e.Teardown(ctx)
+	return WaitArmed(ctx, e.Dyn, Plan, e.Operator)
+}
+
+// WaitArmed waits up to a minute for Teardown name to be armed, failing at
+// once if p (when not nil) exited.
+func WaitArmed(ctx context.Context, dyn dynamic.Interface, name string, p *Process) error {
+	return poll(p, time.Minute, "the Teardown armed", func(ctx context.Context) (bool, error) {
+		td, err := ReadTeardown(ctx, dyn, name)
 		if err != nil || td == nil {
 			return false, err
 		}
@@ -45,10 +53,16 @@ func (e *Env) WaitArmed(ctx context.Context) error {
 // WaitPlanEnded waits up to three minutes for the plan to succeed, fail
 // or be gone, and returns its phase and conditions' messages.
 func (e *Env) WaitPlanEnded(ctx context.Context) string {
+	return WaitPlanEnded(ctx, e.Dyn, Plan)
+}
+
+// WaitPlanEnded waits up to three minutes for Teardown name to succeed,
+// fail or be gone, and returns its phase and conditions' messages.
+func WaitPlanEnded(ctx context.Context, dyn dynamic.Interface, name string) string {
 	var state string
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		td, err := e.Teardown(ctx)
+		td, err := ReadTeardown(ctx, dyn, name)
 		switch {
 		case err != nil:
 			state = err.Error()
@@ -71,8 +85,14 @@ func (e *Env) WaitPlanEnded(ctx context.Context) string {
 // WaitRecordsGone waits up to a minute for the release's records to be
 // gone.
 func (e *Env) WaitRecordsGone(ctx context.Context) error {
+	return WaitRecordsGone(ctx, e.Kube, Namespace, Release)
+}
+
+// WaitRecordsGone waits up to a minute for the records (Secrets) of Helm
+// release in namespace to be gone.
+func WaitRecordsGone(ctx context.Context, kube kubernetes.Interface, namespace, release string) error {
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := e.Kube.CoreV1().Secrets(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + Release})
+		l, err := kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + release})
 		return err == nil && len(l.Items) == 0, err
 	})
 	if err != nil {
@@ -83,7 +103,12 @@ func (e *Env) WaitRecordsGone(ctx context.Context) error {
 
 // Teardown reads the plan, nil once it is gone.
 func (e *Env) Teardown(ctx context.Context) (*v1alpha1.Teardown, error) {
-	u, err := e.Dyn.Resource(v1alpha1.GroupVersion.WithResource("teardowns")).Get(ctx, Plan, metav1.GetOptions{})
+	return ReadTeardown(ctx, e.Dyn, Plan)
+}
+
+// ReadTeardown reads Teardown name, nil once it is gone.
+func ReadTeardown(ctx context.Context, dyn dynamic.Interface, name string) (*v1alpha1.Teardown, error) {
+	u, err := dyn.Resource(v1alpha1.GroupVersion.WithResource("teardowns")).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, client404(err)
 	}

@@ -30,15 +30,28 @@ type Process struct {
 	stopKube chan struct{}
 }
 
-// start runs bin as the first container of id's Pod: its command's args
-// (args replace them when given), the env its spec gives it (values, the
-// Pod's fields, Secrets' keys), a kubeconfig with id's token only.
+// start runs bin as the first container of id's Pod (StartProcess) and
+// stops it at Close.
 func (e *Env) start(ctx context.Context, name string, id *podtoken.Identity, bin, workdir string, args []string) (*Process, error) {
-	dir, envv, err := e.container(ctx, name, id, id.Pod.Spec.Containers[0])
+	p, err := StartProcess(ctx, e.Kube, e.opts.Dir, name, id, bin, workdir, args)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{name: name, logPath: filepath.Join(dir, "log"), exited: make(chan struct{}), stopKube: make(chan struct{})}
+	e.procs = append(e.procs, p)
+	return p, nil
+}
+
+// StartProcess runs bin as the first container of id's Pod, playing its
+// kubelet through kube: its command's args (args replace them when given),
+// the env its spec gives it (values, the Pod's fields, Secrets' keys), a
+// kubeconfig with id's token only, in dir/name (or workdir when given),
+// where its log goes too. The caller stops it with Close.
+func StartProcess(ctx context.Context, kube kubernetes.Interface, dir, name string, id *podtoken.Identity, bin, workdir string, args []string) (*Process, error) {
+	cdir, envv, err := containerDir(ctx, kube, filepath.Join(dir, name), id, id.Pod.Spec.Containers[0])
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{name: name, logPath: filepath.Join(cdir, "log"), exited: make(chan struct{}), stopKube: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
@@ -49,7 +62,7 @@ func (e *Env) start(ctx context.Context, name string, id *podtoken.Identity, bin
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env, p.cmd.Dir = envv, workdir
 	if workdir == "" {
-		p.cmd.Dir = dir
+		p.cmd.Dir = cdir
 	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -62,9 +75,22 @@ func (e *Env) start(ctx context.Context, name string, id *podtoken.Identity, bin
 		_ = logFile.Close()
 		close(p.exited)
 	}()
-	go p.kubelet(context.WithoutCancel(ctx), e.Kube, id.Pod)
-	e.procs = append(e.procs, p)
+	go p.kubelet(context.WithoutCancel(ctx), kube, id.Pod)
 	return p, nil
+}
+
+// Close stops playing p's kubelet and stops p.
+func (p *Process) Close() { p.close() }
+
+// Name is the name p was started with.
+func (p *Process) Name() string { return p.name }
+
+// Err is how p ended (nil while it runs or if it exited with 0).
+func (p *Process) Err() error {
+	if p.Running() {
+		return nil
+	}
+	return p.waitErr
 }
 
 // close stops playing p's kubelet and stops p.
@@ -137,12 +163,17 @@ func (p *Process) Log() string {
 	return string(data)
 }
 
-// container makes a directory name for container c of id's Pod, holding a
-// kubeconfig with id's token only, and returns it with the container's
-// environment: what its spec gives it (containerEnv), PATH, HOME (the
-// directory) and KUBECONFIG.
+// container makes a directory name for container c of id's Pod
+// (containerDir) in the Env's directory.
 func (e *Env) container(ctx context.Context, name string, id *podtoken.Identity, c corev1.Container) (string, []string, error) {
-	dir := filepath.Join(e.opts.Dir, name)
+	return containerDir(ctx, e.Kube, filepath.Join(e.opts.Dir, name), id, c)
+}
+
+// containerDir makes dir for container c of id's Pod, holding a kubeconfig
+// with id's token only, and returns it with the container's environment:
+// what its spec gives it (containerEnv), PATH, HOME (the directory) and
+// KUBECONFIG.
+func containerDir(ctx context.Context, kube kubernetes.Interface, dir string, id *podtoken.Identity, c corev1.Container) (string, []string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
@@ -153,7 +184,7 @@ func (e *Env) container(ctx context.Context, name string, id *podtoken.Identity,
 	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o600); err != nil {
 		return "", nil, err
 	}
-	envv, err := containerEnv(ctx, e.Kube, id.Pod, c)
+	envv, err := containerEnv(ctx, kube, id.Pod, c)
 	if err != nil {
 		return "", nil, err
 	}

@@ -75,9 +75,9 @@ type Object struct {
 	Owners []types.UID
 }
 
-// orphaned lists the namespaced objects of snapshot that the garbage
+// Orphaned lists the namespaced objects of snapshot that the garbage
 // collector has still to delete: an owner gone, and not being deleted.
-func orphaned(snapshot map[string]Object) []string {
+func Orphaned(snapshot map[string]Object) []string {
 	uids := map[types.UID]bool{}
 	for _, o := range snapshot {
 		uids[o.UID] = true
