@@ -40,7 +40,7 @@ import (
 // recordedResources are skipped when recording: what controllers make
 // from the rest (Pods, ReplicaSets, endpoints), what only says what
 // happened (Events, Leases), and teardown's own objects.
-var recordedSkip = []string{"pods", "replicasets", "controllerrevisions", "endpoints", "endpointslices", "events", "leases", "configmaps", "jobs"}
+var recordedSkip = []string{"pods", "replicasets", "controllerrevisions", "endpoints", "endpointslices", "events", "leases", "configmaps", "jobs", "ipaddresses"}
 
 // managerAnnotation carries, in a recorded object, the manager that wrote
 // it first (its managedFields are not recorded).
@@ -88,6 +88,13 @@ func RecordState(ctx context.Context, cfg *rest.Config, dir string, skip map[typ
 				o := &items.Items[i]
 				if skip[o.GetUID()] || r.Name == "secrets" && !strings.HasPrefix(fmt.Sprint(o.Object["type"]), "helm.sh/release") {
 					continue
+				}
+				if _, remote, _ := unstructured.NestedMap(o.Object, "spec", "service"); r.Name == "apiservices" && !remote {
+					continue // the API server's own, for a built-in group or a CRD
+				}
+				if r.Name == "services" { // addresses the API server allocates
+					unstructured.RemoveNestedField(o.Object, "spec", "clusterIP")
+					unstructured.RemoveNestedField(o.Object, "spec", "clusterIPs")
 				}
 				if err := writeRecorded(dir, r.Name, o); err != nil {
 					return err

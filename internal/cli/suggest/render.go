@@ -18,7 +18,7 @@ var Formats = []string{"yaml", "values"}
 
 // Render writes s in format, headed by command (how it was made).
 func Render(w io.Writer, s Suggestion, format, command string) error {
-	var b bytes.Buffer
+	var b strings.Builder
 	fmt.Fprintf(&b, "# Proposed by `%s` from what the cluster shows:\n", command)
 	b.WriteString("# review it before applying it. Each entry says why it is there.\n")
 	if len(s.Warnings) > 0 {
@@ -63,7 +63,7 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	default:
 		return fmt.Errorf("unknown format %q", format)
 	}
-	_, err = w.Write(b.Bytes())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
@@ -113,7 +113,7 @@ func teardownLines(s Suggestion) (string, error) {
 }
 
 // comment writes text as comment lines of at most 100 columns.
-func comment(b interface{ WriteString(string) (int, error) }, indent, text string) {
+func comment(b *strings.Builder, indent, text string) {
 	line := indent + "#"
 	for _, word := range strings.Fields(text) {
 		if len(line)+1+len(word) > 100 && len(line) > len(indent)+1 {

@@ -96,9 +96,13 @@ func (e *Env) WaitRecordsGone(ctx context.Context) error {
 	return nil
 }
 
-// Teardown reads the plan, nil once it is gone.
+// Teardown reads the plan (named PlanName, or Plan), nil once it is gone.
 func (e *Env) Teardown(ctx context.Context) (*v1alpha1.Teardown, error) {
-	u, err := e.Dyn.Resource(v1alpha1.GroupVersion.WithResource("teardowns")).Get(ctx, Plan, metav1.GetOptions{})
+	name := e.PlanName
+	if name == "" {
+		name = Plan
+	}
+	u, err := e.Dyn.Resource(v1alpha1.GroupVersion.WithResource("teardowns")).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, client404(err)
 	}
