@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/cli/demo"
@@ -75,42 +74,12 @@ func TestSuggestedPlan(t *testing.T) {
 
 	t.Run("helm uninstall", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, *record)
-		before := e.before
-		line := documentedCommand(t, "helm uninstall ")
-		r, _, err := e.HelmUninstallBy(ctx, func() harness.Result { return e.Shell(6*time.Minute, "", line) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Code != 1 || !strings.Contains(r.Out, "Error: failed to delete release: "+release) {
-			t.Errorf("helm uninstall with the suggested Teardown: exit %d, want 1 and %q", r.Code, "Error: failed to delete release: "+release)
-		}
-		phase := e.WaitPlanEnded(ctx)
-		if err := e.WaitRecordsGone(ctx); err != nil {
-			t.Error(err)
-		}
-		e.Settle(ctx)
-		got := harness.Leftovers(before, snapshot(ctx, t))
-		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-		if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
-			t.Errorf("left after helm uninstall with the suggested Teardown (-want +got):\n%s", diff)
-		}
+		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown")
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, "")
-		line := documentedCommand(t, "kubectl delete ns ")
-		r := e.Shell(2*time.Minute, "", line)
-		t.Logf("$ %s: exit %d in %s\n%s", line, r.Code, r.Took.Round(time.Millisecond), r.Out)
-		if r.Code != 0 {
-			t.Errorf("kubectl delete ns: exit %d, want 0 (the namespace gone)", r.Code)
-		}
-		phase := e.WaitPlanEnded(ctx)
-		e.Settle(ctx)
-		got := harness.Leftovers(e.before, snapshot(ctx, t))
-		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-		if diff := cmp.Diff(chartCRDs, got); diff != "" {
-			t.Errorf("left after kubectl delete ns with the suggested Teardown (-want +got):\n%s", diff)
-		}
+		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown")
 	})
 }
 
