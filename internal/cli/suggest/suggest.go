@@ -543,12 +543,7 @@ func (s *suggester) clusterRBAC() {
 		s.deleted.Insert(key("ClusterRoleBinding", "", b.Name))
 	}
 	for _, b := range planned {
-		origin := "not in the Helm release: nothing deletes it"
-		if inRelease.Has("ClusterRoleBinding/" + b.Name) {
-			origin = "in the Helm release: helm uninstall deletes it, deleting the namespace does not"
-		} else if s.f.Release == "" {
-			origin = "no Helm release known: nothing is known to delete it"
-		}
+		origin := s.origin(inRelease, "ClusterRoleBinding/"+b.Name)
 		var subjects []string
 		for _, sub := range b.Subjects {
 			subjects = append(subjects, strings.ToLower(sub.Kind)+" "+qualified(sub.Namespace, sub.Name))
@@ -569,18 +564,25 @@ func (s *suggester) clusterRBAC() {
 			s.warn("ClusterRole %s, bound by ClusterRoleBinding %s, is bound by %s too: not deleted", cr.Name, b.Name, strings.Join(others, ", "))
 			continue
 		}
-		origin = "not in the Helm release: nothing deletes it"
-		if inRelease.Has("ClusterRole/" + cr.Name) {
-			origin = "in the Helm release: helm uninstall deletes it, deleting the namespace does not"
-		} else if s.f.Release == "" {
-			origin = "no Helm release known: nothing is known to delete it"
-		}
+		origin = s.origin(inRelease, "ClusterRole/"+cr.Name)
 		s.addStep(v1alpha1.TeardownStep{
 			Name:   s.stepName("delete-clusterrole-" + cr.Name),
 			Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: rbacAPI, Kind: "ClusterRole", Name: cr.Name}},
 		}, fmt.Sprintf("bound only by ClusterRoleBinding %s, deleted above; %s%s", b.Name, origin, writtenBy(&cr.ObjectMeta)))
 		s.allow(rbacGroup, "clusterroles", cr.Name, "delete", "escalate")
 	}
+}
+
+// origin says who deletes a cluster-scoped object (Kind/name) besides
+// the plan.
+func (s *suggester) origin(inRelease sets.Set[string], kindName string) string {
+	switch {
+	case inRelease.Has(kindName):
+		return "in the Helm release: helm uninstall deletes it, deleting the namespace does not"
+	case s.f.Release == "":
+		return "no Helm release known: nothing is known to delete it"
+	}
+	return "not in the Helm release: nothing deletes it"
 }
 
 // releaseClusterObjects deletes the release's other cluster-scoped
