@@ -22,6 +22,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/orphans"
 	"github.com/teardown-dev/teardown/internal/cli/plan"
 	"github.com/teardown-dev/teardown/internal/cli/run"
+	"github.com/teardown-dev/teardown/internal/cli/suggest"
 	"github.com/teardown-dev/teardown/internal/cli/uninstall"
 	"github.com/teardown-dev/teardown/internal/cli/why"
 )
@@ -78,6 +79,7 @@ uninstalls run in order, and stuck deletions are explained.`,
 		orphans.NewCommand(flags, out),
 		plan.NewCommand(flags, out),
 		run.NewCommand(flags, out),
+		suggest.NewCommand(flags, out),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 	markUsageErrors(root)

@@ -39,54 +39,66 @@ func TestUninstallWithTeardown(t *testing.T) {
 
 	t.Run("helm uninstall", func(t *testing.T) {
 		e, before := installWithPlan(ctx, t)
-
-		line := documentedCommand(t, "helm uninstall ")
-		r, codes, err := e.HelmUninstallBy(ctx, func() harness.Result { return e.Shell(6*time.Minute, "", line) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		// helm's DELETEs of the kept ServiceAccount and RBAC are refused
-		// (Deny liens): helm stops before it purges the release record,
-		// and says so.
-		if r.Code != 1 || !strings.Contains(r.Out, "Error: failed to delete release: "+release) {
-			t.Errorf("helm uninstall with the Teardown: exit %d, want 1 and %q", r.Code, "Error: failed to delete release: "+release)
-		}
-		if diff := cmp.Diff([]int{0}, codes); diff != "" {
-			t.Errorf("the pre-delete hook's attempts' exit codes (-want +got):\n%s", diff)
-		}
-		phase := e.WaitPlanEnded(ctx)
-		if err := e.WaitRecordsGone(ctx); err != nil {
-			t.Error(err)
-		}
-		e.Settle(ctx)
-		got := harness.Leftovers(before, snapshot(ctx, t))
-		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-		if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
-			t.Errorf("left after helm uninstall with the Teardown (-want +got):\n%s", diff)
-		}
-		status := e.Command(time.Minute, e.Helm, "status", release, "-n", ns)
-		if status.Code == 0 || !strings.Contains(status.Out, "release: not found") {
-			t.Errorf("helm status after the plan: exit %d, want the release not found\n%s", status.Code, status.Out)
-		}
+		pathHelmUninstall(ctx, t, e, before, "the Teardown")
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
 		e, before := installWithPlan(ctx, t)
-
-		line := documentedCommand(t, "kubectl delete ns ")
-		r := e.Shell(2*time.Minute, "", line)
-		t.Logf("$ %s: exit %d in %s\n%s", line, r.Code, r.Took.Round(time.Millisecond), r.Out)
-		if r.Code != 0 {
-			t.Errorf("kubectl delete ns: exit %d, want 0 (the namespace gone)", r.Code)
-		}
-		phase := e.WaitPlanEnded(ctx)
-		e.Settle(ctx)
-		got := harness.Leftovers(before, snapshot(ctx, t))
-		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-		if diff := cmp.Diff(chartCRDs, got); diff != "" {
-			t.Errorf("left after kubectl delete ns with the Teardown (-want +got):\n%s", diff)
-		}
+		pathDeleteNamespace(ctx, t, e, before, "the Teardown")
 	})
+}
+
+// pathHelmUninstall runs the docs' `helm uninstall` with plan armed and
+// asserts what it leaves: the CRDs and the namespace.
+func pathHelmUninstall(ctx context.Context, t *testing.T, e *harness.Env, before map[string]harness.Object, plan string) {
+	t.Helper()
+	line := documentedCommand(t, "helm uninstall ")
+	r, codes, err := e.HelmUninstallBy(ctx, func() harness.Result { return e.Shell(6*time.Minute, "", line) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// helm's DELETEs of the kept ServiceAccount and RBAC are refused
+	// (Deny liens): helm stops before it purges the release record,
+	// and says so.
+	if r.Code != 1 || !strings.Contains(r.Out, "Error: failed to delete release: "+release) {
+		t.Errorf("helm uninstall with %s: exit %d, want 1 and %q", plan, r.Code, "Error: failed to delete release: "+release)
+	}
+	if diff := cmp.Diff([]int{0}, codes); diff != "" {
+		t.Errorf("the pre-delete hook's attempts' exit codes (-want +got):\n%s", diff)
+	}
+	phase := e.WaitPlanEnded(ctx)
+	if err := e.WaitRecordsGone(ctx); err != nil {
+		t.Error(err)
+	}
+	e.Settle(ctx)
+	got := harness.Leftovers(before, snapshot(ctx, t))
+	t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
+	if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
+		t.Errorf("left after helm uninstall with %s (-want +got):\n%s", plan, diff)
+	}
+	status := e.Command(time.Minute, e.Helm, "status", release, "-n", ns)
+	if status.Code == 0 || !strings.Contains(status.Out, "release: not found") {
+		t.Errorf("helm status after the plan: exit %d, want the release not found\n%s", status.Code, status.Out)
+	}
+}
+
+// pathDeleteNamespace runs the docs' `kubectl delete ns` with plan armed
+// and asserts what it leaves: the CRDs.
+func pathDeleteNamespace(ctx context.Context, t *testing.T, e *harness.Env, before map[string]harness.Object, plan string) {
+	t.Helper()
+	line := documentedCommand(t, "kubectl delete ns ")
+	r := e.Shell(2*time.Minute, "", line)
+	t.Logf("$ %s: exit %d in %s\n%s", line, r.Code, r.Took.Round(time.Millisecond), r.Out)
+	if r.Code != 0 {
+		t.Errorf("kubectl delete ns: exit %d, want 0 (the namespace gone)", r.Code)
+	}
+	phase := e.WaitPlanEnded(ctx)
+	e.Settle(ctx)
+	got := harness.Leftovers(before, snapshot(ctx, t))
+	t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
+	if diff := cmp.Diff(chartCRDs, got); diff != "" {
+		t.Errorf("left after kubectl delete ns with %s (-want +got):\n%s", plan, diff)
+	}
 }
 
 // helmUninstallWithTeardownLeftovers is what `helm uninstall` leaves with

@@ -1,16 +1,8 @@
 package teardown
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,12 +11,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 )
 
 // A Teardown shipped in a Helm chart belongs to the release: Helm's
@@ -58,17 +49,17 @@ func (r *Reconciler) finishHelmUninstall(ctx context.Context, t *v1alpha1.Teardo
 		return false, nil
 	}
 	var l corev1.SecretList
-	if err := r.Reader.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": release}); err != nil {
+	if err := r.Reader.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels(helmrelease.Labels(release))); err != nil {
 		return false, fmt.Errorf("listing the records of Helm release %s/%s: %w", ns, release, err)
 	}
 	if len(l.Items) == 0 {
 		return false, nil
 	}
-	latest := slices.MaxFunc(l.Items, func(a, b corev1.Secret) int { return recordVersion(a) - recordVersion(b) })
+	latest := helmrelease.Latest(l.Items)
 	if latest.Labels["status"] != "uninstalling" {
 		return false, nil
 	}
-	objs, err := releaseObjects(latest.Data["release"])
+	objs, err := helmrelease.Objects(latest.Data["release"])
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("cannot read a Helm release record: left to Helm", "secret", ns+"/"+latest.Name, "err", err.Error())
 		return false, nil
@@ -151,56 +142,6 @@ func (r *Reconciler) stays(ctx context.Context, o *unstructured.Unstructured, ns
 		return false, fmt.Errorf("reading %s %s: %w", gvk.Kind, qualified(key.Namespace, key.Name), err)
 	}
 	return live.DeletionTimestamp.IsZero(), nil
-}
-
-// recordVersion is the revision a Helm release record's label says.
-func recordVersion(s corev1.Secret) int {
-	v, _ := strconv.Atoi(s.Labels["version"])
-	return v
-}
-
-// releaseObjects reads the objects of a Helm release record's manifest:
-// the Secret's release key is base64 of gzip of the release's JSON (Helm 3
-// and 4 store it so).
-func releaseObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	raw, err := base64.StdEncoding.DecodeString(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("release: %w", err)
-	}
-	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("release: %w", err)
-		}
-		if raw, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
-			return nil, fmt.Errorf("release: %w", err)
-		}
-	}
-	var rel struct {
-		Manifest string `json:"manifest"`
-	}
-	if err := json.Unmarshal(raw, &rel); err != nil {
-		return nil, fmt.Errorf("release: %w", err)
-	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("release manifest: %w", err)
-		}
-		if len(u.Object) == 0 || u.GetKind() == "" || u.GetName() == "" {
-			continue
-		}
-		if _, err := schema.ParseGroupVersion(u.GetAPIVersion()); err != nil {
-			return nil, fmt.Errorf("release manifest: %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-		objs = append(objs, u)
-	}
 }
 
 func qualified(namespace, name string) string {

@@ -94,6 +94,9 @@ type Env struct {
 	// Operator and Webhook are the operator's and its webhook server's
 	// processes, once Install started them.
 	Operator, Webhook *Process
+	// PlanName is the Teardown the plan's waits read; empty is Plan (the
+	// example's).
+	PlanName string
 
 	opts   Options
 	served []string // the Services routed, to stop at Close

@@ -35,7 +35,7 @@ func ExampleValues() (string, error) {
 
 // WaitArmed waits up to a minute for the plan to be armed.
 func (e *Env) WaitArmed(ctx context.Context) error {
-	return WaitArmed(ctx, e.Dyn, Plan, e.Operator)
+	return WaitArmed(ctx, e.Dyn, e.plan(), e.Operator)
 }
 
 // WaitArmed waits up to a minute for Teardown name to be armed, failing at
@@ -53,7 +53,7 @@ func WaitArmed(ctx context.Context, dyn dynamic.Interface, name string, p *Proce
 // WaitPlanEnded waits up to three minutes for the plan to succeed, fail
 // or be gone, and returns its phase and conditions' messages.
 func (e *Env) WaitPlanEnded(ctx context.Context) string {
-	return WaitPlanEnded(ctx, e.Dyn, Plan)
+	return WaitPlanEnded(ctx, e.Dyn, e.plan())
 }
 
 // WaitPlanEnded waits up to three minutes for Teardown name to succeed,
@@ -101,9 +101,17 @@ func WaitRecordsGone(ctx context.Context, kube kubernetes.Interface, namespace, 
 	return nil
 }
 
-// Teardown reads the plan, nil once it is gone.
+// Teardown reads the plan (named PlanName, or Plan), nil once it is gone.
 func (e *Env) Teardown(ctx context.Context) (*v1alpha1.Teardown, error) {
-	return ReadTeardown(ctx, e.Dyn, Plan)
+	return ReadTeardown(ctx, e.Dyn, e.plan())
+}
+
+// plan is the name of the plan the Env waits on: PlanName, or Plan.
+func (e *Env) plan() string {
+	if e.PlanName != "" {
+		return e.PlanName
+	}
+	return Plan
 }
 
 // ReadTeardown reads Teardown name, nil once it is gone.

@@ -1,0 +1,95 @@
+package suggest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+)
+
+// Options are the flags of `teardown suggest`.
+type Options struct {
+	Output  string
+	Release string
+}
+
+// NewCommand returns `teardown suggest`.
+func NewCommand(flags *genericclioptions.ConfigFlags, out io.Writer) *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "suggest (deployment/NAME | --release NAME)",
+		Short: "Propose a Teardown for an installed operator, from what the cluster shows",
+		Long: `suggest reads an installed operator (its Deployment, or the Helm release that
+installed it) and proposes a Teardown for a person to review and apply. It
+keeps the operator's ServiceAccount and the roles and bindings that give it
+its rights until the plan is done; it deletes, in order, the custom
+resources of the operator's CRDs that carry finalizers (the operator's own
+configuration, which owns its workloads, last), the webhook configurations
+and APIServices calling Services of its namespace, the ClusterRoles and
+bindings of ServiceAccounts of its namespace that nothing deletes, and the
+release's cluster-scoped objects (deleting the namespace never deletes
+them). Each entry carries a comment saying why; what the cluster does not
+show is said at the top. With it comes the ClusterRole teardown's
+controller needs to run the plan. Nothing is changed.
+
+-o yaml is for kubectl apply -f -; -o values puts the Teardown in a chart's
+extraDeploy value (helm upgrade --reuse-values -f), the grants as comments.`,
+		Example: `  teardown suggest deployment/sriov-network-operator -n sriov-network-operator
+  teardown suggest --release sriov-network-operator -n sriov-network-operator -o values > teardown-values.yaml
+  teardown suggest deploy/op -n op-system | kubectl apply -f -`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.Run(cmd.Context(), flags, args, out, cmd.CommandPath())
+		},
+	}
+	cmdutil.OutputFlag(cmd, &o.Output, Formats...)
+	cmd.Flags().StringVar(&o.Release, "release", "", "the Helm release that installed the operator (its one Deployment is the operator's)")
+	return cmd
+}
+
+// Run gathers, suggests and renders.
+func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags, args []string, out io.Writer, path string) error {
+	if len(args) == 0 && o.Release == "" {
+		return cmdutil.Usagef("name the operator: deployment/NAME or --release NAME")
+	}
+	if len(args) > 0 {
+		if err := resource.CheckArgs(args); err != nil {
+			return err
+		}
+	}
+	clients, ns, err := resource.Connect(ctx, flags)
+	if err != nil {
+		return err
+	}
+	target := Target{Namespace: ns, Release: o.Release}
+	command := path
+	if len(args) > 0 {
+		info, err := resource.Resolve(clients, ns, args...)
+		if err != nil {
+			return err
+		}
+		if gk := info.Mapping.GroupVersionKind.GroupKind(); gk.Group != "apps" || gk.Kind != "Deployment" {
+			return cmdutil.Usagef("%s: the operator is named by its Deployment (deployment/NAME)", strings.Join(args, " "))
+		}
+		target.Deployment = info.Name
+		command += " deployment/" + info.Name
+	}
+	if o.Release != "" {
+		command += " --release " + o.Release
+	}
+	command += " -n " + ns
+	facts, err := Gather(ctx, clients, target)
+	if err != nil {
+		return err
+	}
+	if err := Render(out, Suggest(facts), o.Output, command); err != nil {
+		return fmt.Errorf("writing the suggestion: %w", err)
+	}
+	return nil
+}

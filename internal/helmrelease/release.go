@@ -1,0 +1,88 @@
+// Package helmrelease reads Helm's release records (Secrets of type
+// helm.sh/release.v1, written by Helm 3 and 4 alike) without Helm: which
+// record is a release's latest, and the objects its manifest lists.
+package helmrelease
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// Labels select the records of the release name: Helm labels each record
+// owner=helm and name=<release>.
+func Labels(name string) map[string]string {
+	return map[string]string{"owner": "helm", "name": name}
+}
+
+// Version is the revision a record's label says.
+func Version(s corev1.Secret) int {
+	v, _ := strconv.Atoi(s.Labels["version"])
+	return v
+}
+
+// Latest is the record of the highest revision among records, or nil.
+func Latest(records []corev1.Secret) *corev1.Secret {
+	if len(records) == 0 {
+		return nil
+	}
+	latest := slices.MaxFunc(records, func(a, b corev1.Secret) int { return Version(a) - Version(b) })
+	return &latest
+}
+
+// Objects reads the objects of a release record's manifest: the Secret's
+// release key is base64 of gzip of the release's JSON. Objects without a
+// kind or name (empty documents) are skipped; the chart's crds/ are not in
+// the manifest.
+func Objects(data []byte) ([]*unstructured.Unstructured, error) {
+	raw, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("release: %w", err)
+		}
+		if raw, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
+			return nil, fmt.Errorf("release: %w", err)
+		}
+	}
+	var rel struct {
+		Manifest string `json:"manifest"`
+	}
+	if err := json.Unmarshal(raw, &rel); err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("release manifest: %w", err)
+		}
+		if len(u.Object) == 0 || u.GetKind() == "" || u.GetName() == "" {
+			continue
+		}
+		if _, err := schema.ParseGroupVersion(u.GetAPIVersion()); err != nil {
+			return nil, fmt.Errorf("release manifest: %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		objs = append(objs, u)
+	}
+}

@@ -1,0 +1,138 @@
+//go:build integration
+
+package sriov
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/teardown-dev/teardown/internal/cli/demo"
+	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
+	"github.com/teardown-dev/teardown/internal/testenv"
+)
+
+// record, when set, is where TestSuggestedPlan records the cluster as the
+// operator's install left it (before the suggestion is applied): the
+// recorded state of internal/cli/suggest's golden tests.
+var record = flag.String("record", "", "record the installed operator's objects into this directory")
+
+// suggestHeading is the docs' section whose sh block suggests the plan
+// and applies it.
+const suggestHeading = "## Suggesting a plan: `teardown suggest`"
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// teardownBinary builds cmd/teardown once for the package.
+func teardownBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "teardown-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary, buildErr = testenv.BuildTeardown(dir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// suggestedPlan is the name `teardown suggest` gives the plan: the
+// Deployment's name and -uninstall.
+const suggestedPlan = "sriov-network-operator-uninstall"
+
+// TestSuggestedPlan is TestUninstallWithTeardown with the plan that
+// `teardown suggest --release` proposes, in its chart-values form, applied
+// unchanged with `helm upgrade --reuse-values -f` after a plain install
+// (no hand-written plan): both paths leave what the hand-written plan
+// leaves.
+func TestSuggestedPlan(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	denv, err := demo.NewEnv(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := denv.StartTeardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("helm uninstall", func(t *testing.T) {
+		e := installAndApplySuggestion(ctx, t, *record)
+		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown")
+	})
+
+	t.Run("kubectl delete namespace", func(t *testing.T) {
+		e := installAndApplySuggestion(ctx, t, "")
+		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown")
+	})
+}
+
+type suggestedEnv struct {
+	*harness.Env
+	before map[string]harness.Object
+}
+
+// installAndApplySuggestion installs the operator without a plan, as
+// helm-user; records the cluster into recordDir when it is set; runs
+// `teardown suggest --release ... -o values` and applies its output
+// unchanged with helm upgrade; returns once the plan is armed.
+func installAndApplySuggestion(ctx context.Context, t *testing.T, recordDir string) suggestedEnv {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := harness.WriteUserKubeconfig(cfg, "helm-user", kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	e, before := newEnv(ctx, t, kubeconfig)
+	e.PlanName = suggestedPlan
+	install(ctx, t, e)
+	if recordDir != "" {
+		skip := map[types.UID]bool{}
+		for _, o := range before {
+			skip[o.UID] = true
+		}
+		if err := os.RemoveAll(recordDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := testenv.RecordState(ctx, cfg, recordDir, skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The docs' commands, as written: teardown suggest, then helm upgrade
+	// with its output, with teardown and helm on the PATH and the chart
+	// the harness installed in CHART.
+	lines, err := testenv.ShellBlock(docsFile, suggestHeading)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := teardownBinary(t)
+	dir := t.TempDir()
+	script := "export PATH=" + filepath.Dir(bin) + ":$PATH CHART=" + e.Rel.Chart() + "\n" + strings.Join(lines, "\n")
+	r := e.Shell(4*time.Minute, dir, script)
+	t.Logf("$ %s\n(exit %d in %s)\n%s", script, r.Code, r.Took.Round(time.Millisecond), r.Out)
+	if r.Code != 0 {
+		t.Fatalf("the docs' suggest block: exit %d", r.Code)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "teardown-values.yaml")); err == nil {
+		t.Logf("the suggestion:\n%s", data)
+	}
+	if err := e.WaitArmed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return suggestedEnv{Env: e, before: before}
+}
