@@ -200,9 +200,20 @@ type rateLimitingQueue struct {
 	pacing Pacing
 	resync *rate.Limiter
 
+	now func() time.Time // time.Now; a test's clock
+
 	mu         sync.Mutex
 	namespaces map[string]*rate.Limiter
+	pruned     time.Time                      // when namespaces was last pruned
 	paced      map[reconcile.Request]struct{} // events' requests waiting for their namespace's token
+
+	// One request per namespace at a time: busy are the namespaces with a
+	// request handed out; parked, requests the inner queue handed out
+	// while their namespace was busy, in order; ready, the parked requests
+	// whose namespace the worker's Done set free, for its next Get.
+	busy   map[string]bool
+	parked map[string][]reconcile.Request
+	ready  []reconcile.Request
 }
 
 func (r *rateLimitingQueue) Add(item reconcile.Request) {
@@ -223,12 +234,59 @@ func (r *rateLimitingQueue) Add(item reconcile.Request) {
 	r.TypedRateLimitingInterface.Add(item)
 }
 
+// Get hands out the next request whose namespace no worker is on: with
+// several workers, one namespace's requests are still worked on one at a
+// time, so a tenant's churn holds one worker at most, and a batch of liens
+// in one namespace is applied one after the other, each in the time of its
+// own API calls, not all together at the end of the lot (the workers would
+// share the client's budget between them). A request the inner queue
+// hands out while its namespace is busy is parked, and handed out by the
+// Get that follows its namespace's Done: the worker that set it free.
 func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
-	item, shutdown := r.TypedRateLimitingInterface.Get()
+	for {
+		r.mu.Lock()
+		if len(r.ready) > 0 {
+			item := r.ready[0]
+			r.ready = r.ready[1:]
+			r.mu.Unlock()
+			return item, false
+		}
+		r.mu.Unlock()
+		item, shutdown := r.TypedRateLimitingInterface.Get()
+		if shutdown {
+			return item, shutdown
+		}
+		r.mu.Lock()
+		delete(r.paced, item)
+		ns := ByNamespace(item)
+		if r.busy[ns] {
+			r.parked[ns] = append(r.parked[ns], item)
+			r.mu.Unlock()
+			continue
+		}
+		r.busy[ns] = true
+		r.mu.Unlock()
+		return item, false
+	}
+}
+
+// Done sets item's namespace free, or hands it to its next parked request.
+func (r *rateLimitingQueue) Done(item reconcile.Request) {
+	r.TypedRateLimitingInterface.Done(item)
+	ns := ByNamespace(item)
 	r.mu.Lock()
-	delete(r.paced, item)
-	r.mu.Unlock()
-	return item, shutdown
+	defer r.mu.Unlock()
+	p := r.parked[ns]
+	if len(p) == 0 {
+		delete(r.busy, ns)
+		return
+	}
+	r.ready = append(r.ready, p[0])
+	if p = p[1:]; len(p) > 0 {
+		r.parked[ns] = p
+	} else {
+		delete(r.parked, ns)
+	}
 }
 
 // eventDelay is how long an event's request waits for its namespace's
@@ -237,14 +295,33 @@ func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
 	if r.pacing.NamespaceRate <= 0 {
 		return 0
 	}
+	now := r.now()
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prune(now)
 	l, ok := r.namespaces[item.Namespace]
 	if !ok {
 		l = rate.NewLimiter(rate.Limit(r.pacing.NamespaceRate), max(1, r.pacing.NamespaceBurst))
 		r.namespaces[item.Namespace] = l
 	}
-	r.mu.Unlock()
-	return l.Reserve().Delay()
+	return l.ReserveN(now, 1).DelayFrom(now)
+}
+
+// prune forgets, at most once per refill time (burst/rate: 10 s with the
+// lien controllers' pacing), the namespaces whose bucket is full again: a
+// new one would be the same. So the buckets are those of the namespaces
+// busy lately, however many a tenant creates and deletes.
+func (r *rateLimitingQueue) prune(now time.Time) {
+	refill := time.Duration(float64(max(1, r.pacing.NamespaceBurst)) / r.pacing.NamespaceRate * float64(time.Second))
+	if now.Sub(r.pruned) < refill {
+		return
+	}
+	r.pruned = now
+	for ns, l := range r.namespaces {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(r.namespaces, ns)
+		}
+	}
 }
 
 func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
@@ -274,7 +351,9 @@ func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request])
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		q := New(ByNamespace)
 		r := &rateLimitingQueue{
-			q: q, pacing: p, namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
+			q: q, pacing: p, now: time.Now,
+			namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
+			busy: map[string]bool{}, parked: map[string][]reconcile.Request{},
 			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
 				Name: name,
 				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{

@@ -78,16 +78,18 @@ type Options struct {
 }
 
 // DefaultWorkers is how many requests each lien controller works on at
-// once. More workers do not make a new lien faster when the client budget
-// is what they wait for: four reconciles at once shared it four ways, and
-// ten new liens of 32 entries each were all Ready only at the end of the
-// lot instead of one after the other (TestWatchesGrowWithKindsNotEntries
-// timed out). The queue's order (fairqueue: namespaces in turn, resyncs
-// behind events, pacing) is what keeps a new lien from waiting. Requests
-// on the same object are safe in parallel, for whoever raises it: every
-// write of markers is optimistic-locked and read again on a conflict, and
-// the queue never hands one request to two workers.
-const DefaultWorkers = 1
+// once (teardown controller --lien-workers). With one, a new lien waited
+// for the request in progress, and its API calls, whatever the queue's
+// order: under a noisy namespace's churn that was its reconcile, and the
+// p99 time to protection was 10.9x idle (docs/benchmarks.md, section 7).
+// The queue hands out one request per namespace at a time (fairqueue), so
+// a tenant's churn holds one worker at most, and a batch of new liens in
+// one namespace is applied one after the other, not four at once sharing
+// the client's budget four ways, all Ready only at the end of the lot.
+// Requests on the same object are safe in parallel: every write of
+// markers is optimistic-locked and read again on a conflict, and the
+// queue never hands one request to two workers.
+const DefaultWorkers = 4
 
 // pacing keeps the controller's client budget (50 requests a second by
 // default, a steady reconcile making two or three) from being all taken
