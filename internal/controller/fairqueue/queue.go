@@ -23,9 +23,10 @@ type Queue[T comparable] struct {
 	later turns[T]
 	pops  int
 
-	mu      sync.Mutex     // guards resync
-	resync  map[T]struct{} // items whose next Push is a resync's
-	inLater map[T]struct{} // items queued in later
+	mu          sync.Mutex     // guards resync, inLater, poppedLater
+	resync      map[T]struct{} // items whose next Push is a resync's
+	inLater     map[T]struct{} // items queued in later
+	poppedLater map[T]struct{} // items Pop handed out from later, until WasLater
 }
 
 // laterEvery is how often a resync is handed out while events are queued.
@@ -98,8 +99,9 @@ func New[T comparable](key func(T) string) *Queue[T] {
 		key:     key,
 		soon:    turns[T]{items: map[string][]T{}},
 		later:   turns[T]{items: map[string][]T{}},
-		resync:  map[T]struct{}{},
-		inLater: map[T]struct{}{},
+		resync:      map[T]struct{}{},
+		inLater:     map[T]struct{}{},
+		poppedLater: map[T]struct{}{},
 	}
 }
 
@@ -145,6 +147,7 @@ func (q *Queue[T]) Pop() T {
 		item := q.later.pop()
 		q.mu.Lock()
 		delete(q.inLater, item)
+		q.poppedLater[item] = struct{}{}
 		q.mu.Unlock()
 		return item
 	}
@@ -166,6 +169,15 @@ func (q *Queue[T]) Touch(item T) {
 	if promote && q.later.remove(q.key(item), item) {
 		q.soon.push(q.key(item), item)
 	}
+}
+
+// WasLater reports whether Pop last handed item out as a resync.
+func (q *Queue[T]) WasLater(item T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, later := q.poppedLater[item]
+	delete(q.poppedLater, item)
+	return later
 }
 
 // Len is the number of items queued.
@@ -208,18 +220,19 @@ type rateLimitingQueue struct {
 	paced      map[reconcile.Request]struct{} // events' requests waiting for their namespace's token
 
 	// One request per namespace at a time: busy are the namespaces with a
-	// request handed out; parked, requests the inner queue handed out
-	// while their namespace was busy, in order; ready, the parked requests
-	// whose namespace the worker's Done set free, for its next Get.
-	busy   map[string]bool
-	parked map[string][]reconcile.Request
-	ready  []reconcile.Request
+	// request handed out; held, the requests the inner queue handed out
+	// while their namespace was busy, put back in the queue when it is
+	// free (heldLater: those that were resyncs).
+	busy      map[string]bool
+	held      map[string][]reconcile.Request
+	heldLater map[reconcile.Request]struct{}
 }
 
 func (r *rateLimitingQueue) Add(item reconcile.Request) {
 	r.q.Soon(item)
 	r.mu.Lock()
 	_, waits := r.paced[item]
+	delete(r.heldLater, item) // an event for a held resync: it goes back among the events
 	r.mu.Unlock()
 	if waits {
 		return // it comes when its token does; another token would only push the namespace's next request later
@@ -240,27 +253,23 @@ func (r *rateLimitingQueue) Add(item reconcile.Request) {
 // in one namespace is applied one after the other, each in the time of its
 // own API calls, not all together at the end of the lot (the workers would
 // share the client's budget between them). A request the inner queue
-// hands out while its namespace is busy is parked, and handed out by the
-// Get that follows its namespace's Done: the worker that set it free.
+// hands out while its namespace is busy is held, and put back in the
+// queue, in its place among events or resyncs, when the namespace is free.
 func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 	for {
-		r.mu.Lock()
-		if len(r.ready) > 0 {
-			item := r.ready[0]
-			r.ready = r.ready[1:]
-			r.mu.Unlock()
-			return item, false
-		}
-		r.mu.Unlock()
 		item, shutdown := r.TypedRateLimitingInterface.Get()
 		if shutdown {
 			return item, shutdown
 		}
+		later := r.q.WasLater(item)
 		r.mu.Lock()
 		delete(r.paced, item)
 		ns := ByNamespace(item)
 		if r.busy[ns] {
-			r.parked[ns] = append(r.parked[ns], item)
+			r.held[ns] = append(r.held[ns], item)
+			if later {
+				r.heldLater[item] = struct{}{}
+			}
 			r.mu.Unlock()
 			continue
 		}
@@ -270,22 +279,27 @@ func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 	}
 }
 
-// Done sets item's namespace free, or hands it to its next parked request.
+// Done sets item's namespace free and puts the requests held for it back
+// in the queue.
 func (r *rateLimitingQueue) Done(item reconcile.Request) {
 	r.TypedRateLimitingInterface.Done(item)
 	ns := ByNamespace(item)
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.parked[ns]
-	if len(p) == 0 {
-		delete(r.busy, ns)
-		return
+	delete(r.busy, ns)
+	held := r.held[ns]
+	delete(r.held, ns)
+	later := make([]bool, len(held))
+	for i, h := range held {
+		_, later[i] = r.heldLater[h]
+		delete(r.heldLater, h)
 	}
-	r.ready = append(r.ready, p[0])
-	if p = p[1:]; len(p) > 0 {
-		r.parked[ns] = p
-	} else {
-		delete(r.parked, ns)
+	r.mu.Unlock()
+	for i, h := range held {
+		if later[i] {
+			r.q.Later(h)
+		}
+		r.TypedRateLimitingInterface.Done(h) // queued again at once if an event came meanwhile
+		r.TypedRateLimitingInterface.Add(h)
 	}
 }
 
@@ -353,7 +367,7 @@ func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request])
 		r := &rateLimitingQueue{
 			q: q, pacing: p, now: time.Now,
 			namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
-			busy: map[string]bool{}, parked: map[string][]reconcile.Request{},
+			busy: map[string]bool{}, held: map[string][]reconcile.Request{}, heldLater: map[reconcile.Request]struct{}{},
 			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
 				Name: name,
 				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
