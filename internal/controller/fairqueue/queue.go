@@ -96,9 +96,9 @@ var _ workqueue.Queue[reconcile.Request] = &Queue[reconcile.Request]{}
 // New returns an empty Queue whose items take turns by key.
 func New[T comparable](key func(T) string) *Queue[T] {
 	return &Queue[T]{
-		key:     key,
-		soon:    turns[T]{items: map[string][]T{}},
-		later:   turns[T]{items: map[string][]T{}},
+		key:         key,
+		soon:        turns[T]{items: map[string][]T{}},
+		later:       turns[T]{items: map[string][]T{}},
 		resync:      map[T]struct{}{},
 		inLater:     map[T]struct{}{},
 		poppedLater: map[T]struct{}{},
