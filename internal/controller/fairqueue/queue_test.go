@@ -235,3 +235,47 @@ func TestIdleNamespacesArePruned(t *testing.T) {
 		t.Errorf("buckets left (-want +got):\n%s", diff)
 	}
 }
+
+// A request handed out while its namespace is busy is held, and put back
+// in its place when the namespace is free: a held resync still waits
+// behind events queued after it.
+func TestHeldRequestsKeepTheirClass(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	rl := q.(*rateLimitingQueue)
+	q.Add(req("a", "1"))
+	first, _ := q.Get()
+	rl.q.Later(req("a", "resync")) // as AddAfter(item, ResyncAfter) marks it, without the wait
+	rl.TypedRateLimitingInterface.Add(req("a", "resync"))
+	got := make(chan reconcile.Request)
+	go func() {
+		r, _ := q.Get() // takes a/resync, holds it (a is busy), then waits
+		got <- r
+	}()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for range 200 {
+			if cond() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("waiting for %s", what)
+	}
+	eventually("a/resync held", func() bool {
+		rl.mu.Lock()
+		defer rl.mu.Unlock()
+		return len(rl.held["a"]) == 1
+	})
+	q.Add(req("b", "1"))
+	if r := <-got; r != req("b", "1") {
+		t.Fatalf("handed out %v while a/1 is worked on; want b/1", r)
+	}
+	q.Done(first)
+	q.Add(req("c", "1"))
+	second, _ := q.Get()
+	third, _ := q.Get()
+	if second != req("c", "1") || third != req("a", "resync") {
+		t.Errorf("handed out %v, %v; want c/1, then a/resync (a resync still)", second, third)
+	}
+}
