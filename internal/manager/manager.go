@@ -31,7 +31,7 @@ import (
 // by its Setup.
 type Controller struct {
 	Name  string
-	Setup func(mgr ctrl.Manager, meta *metacache.Cache) error
+	Setup func(mgr ctrl.Manager, meta *metacache.Cache, o Options) error
 }
 
 // Controllers are every controller teardown runs, in start order. Each
@@ -39,12 +39,14 @@ type Controller struct {
 // (package metacache) for the objects they watch that are not teardown's
 // own kinds.
 var Controllers = []Controller{
-	{Name: "lien", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error { return lien.Setup(mgr, lien.Options{Cache: meta}) }},
-	{Name: "dependents", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error {
+	{Name: "lien", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, o Options) error {
+		return lien.Setup(mgr, lien.Options{Cache: meta, MaxConcurrentReconciles: o.LienWorkers})
+	}},
+	{Name: "dependents", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, _ Options) error {
 		_, err := dependents.New(mgr, dependents.Options{Cache: meta})
 		return err
 	}},
-	{Name: "teardown", Setup: func(mgr ctrl.Manager, meta *metacache.Cache) error {
+	{Name: "teardown", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, _ Options) error {
 		return teardown.Setup(mgr, teardown.Options{Cache: meta})
 	}},
 }
@@ -77,6 +79,9 @@ type Options struct {
 	// Lease (package heartbeat), with leader election on or off; "" writes
 	// none (in-process managers of tests).
 	HeartbeatNamespace string
+	// LienWorkers is how many requests each lien controller works on at
+	// once, one per namespace at a time; 0 means lien.DefaultWorkers.
+	LienWorkers int
 }
 
 // LeaderElectionID names the Lease that replicas compete for.
@@ -158,7 +163,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if slices.Contains(o.Disabled, c.Name) {
 			continue
 		}
-		if err := c.Setup(mgr, meta); err != nil {
+		if err := c.Setup(mgr, meta, o); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", c.Name, err)
 		}
 	}

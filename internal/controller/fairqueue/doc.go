@@ -22,7 +22,13 @@
 // Paced adds pacing: a token bucket per namespace for the requests events
 // make, and one for all resyncs, so that neither one tenant's churn nor
 // the resyncs of many liens take the whole client budget a new lien
-// elsewhere needs.
+// elsewhere needs. The buckets of namespaces quiet again are forgotten.
+//
+// With several workers, one namespace's requests are still handed out one
+// at a time: a tenant's churn holds one worker at most, the others serve
+// the other namespaces; and a batch of liens in one namespace is applied
+// one after the other instead of all at once, sharing the client's budget,
+// each Ready only at the end of the lot.
 //
 // It is the ordering inside client-go's queue (workqueue.Queue), so the
 // queue keeps its guarantees: an item queued twice is queued once, an item

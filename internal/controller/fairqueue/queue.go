@@ -23,9 +23,10 @@ type Queue[T comparable] struct {
 	later turns[T]
 	pops  int
 
-	mu      sync.Mutex     // guards resync
-	resync  map[T]struct{} // items whose next Push is a resync's
-	inLater map[T]struct{} // items queued in later
+	mu          sync.Mutex     // guards resync, inLater, poppedLater
+	resync      map[T]struct{} // items whose next Push is a resync's
+	inLater     map[T]struct{} // items queued in later
+	poppedLater map[T]struct{} // items Pop handed out from later, until WasLater
 }
 
 // laterEvery is how often a resync is handed out while events are queued.
@@ -95,11 +96,12 @@ var _ workqueue.Queue[reconcile.Request] = &Queue[reconcile.Request]{}
 // New returns an empty Queue whose items take turns by key.
 func New[T comparable](key func(T) string) *Queue[T] {
 	return &Queue[T]{
-		key:     key,
-		soon:    turns[T]{items: map[string][]T{}},
-		later:   turns[T]{items: map[string][]T{}},
-		resync:  map[T]struct{}{},
-		inLater: map[T]struct{}{},
+		key:         key,
+		soon:        turns[T]{items: map[string][]T{}},
+		later:       turns[T]{items: map[string][]T{}},
+		resync:      map[T]struct{}{},
+		inLater:     map[T]struct{}{},
+		poppedLater: map[T]struct{}{},
 	}
 }
 
@@ -145,6 +147,7 @@ func (q *Queue[T]) Pop() T {
 		item := q.later.pop()
 		q.mu.Lock()
 		delete(q.inLater, item)
+		q.poppedLater[item] = struct{}{}
 		q.mu.Unlock()
 		return item
 	}
@@ -166,6 +169,15 @@ func (q *Queue[T]) Touch(item T) {
 	if promote && q.later.remove(q.key(item), item) {
 		q.soon.push(q.key(item), item)
 	}
+}
+
+// WasLater reports whether Pop last handed item out as a resync.
+func (q *Queue[T]) WasLater(item T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, later := q.poppedLater[item]
+	delete(q.poppedLater, item)
+	return later
 }
 
 // Len is the number of items queued.
@@ -200,15 +212,27 @@ type rateLimitingQueue struct {
 	pacing Pacing
 	resync *rate.Limiter
 
+	now func() time.Time // time.Now; a test's clock
+
 	mu         sync.Mutex
 	namespaces map[string]*rate.Limiter
+	pruned     time.Time                      // when namespaces was last pruned
 	paced      map[reconcile.Request]struct{} // events' requests waiting for their namespace's token
+
+	// One request per namespace at a time: busy are the namespaces with a
+	// request handed out; held, the requests the inner queue handed out
+	// while their namespace was busy, put back in the queue when it is
+	// free (heldLater: those that were resyncs).
+	busy      map[string]bool
+	held      map[string][]reconcile.Request
+	heldLater map[reconcile.Request]struct{}
 }
 
 func (r *rateLimitingQueue) Add(item reconcile.Request) {
 	r.q.Soon(item)
 	r.mu.Lock()
 	_, waits := r.paced[item]
+	delete(r.heldLater, item) // an event for a held resync: it goes back among the events
 	r.mu.Unlock()
 	if waits {
 		return // it comes when its token does; another token would only push the namespace's next request later
@@ -223,12 +247,60 @@ func (r *rateLimitingQueue) Add(item reconcile.Request) {
 	r.TypedRateLimitingInterface.Add(item)
 }
 
+// Get hands out the next request whose namespace no worker is on: with
+// several workers, one namespace's requests are still worked on one at a
+// time, so a tenant's churn holds one worker at most, and a batch of liens
+// in one namespace is applied one after the other, each in the time of its
+// own API calls, not all together at the end of the lot (the workers would
+// share the client's budget between them). A request the inner queue
+// hands out while its namespace is busy is held, and put back in the
+// queue, in its place among events or resyncs, when the namespace is free.
 func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
-	item, shutdown := r.TypedRateLimitingInterface.Get()
+	for {
+		item, shutdown := r.TypedRateLimitingInterface.Get()
+		if shutdown {
+			return item, shutdown
+		}
+		later := r.q.WasLater(item)
+		r.mu.Lock()
+		delete(r.paced, item)
+		ns := ByNamespace(item)
+		if r.busy[ns] {
+			r.held[ns] = append(r.held[ns], item)
+			if later {
+				r.heldLater[item] = struct{}{}
+			}
+			r.mu.Unlock()
+			continue
+		}
+		r.busy[ns] = true
+		r.mu.Unlock()
+		return item, false
+	}
+}
+
+// Done sets item's namespace free and puts the requests held for it back
+// in the queue.
+func (r *rateLimitingQueue) Done(item reconcile.Request) {
+	r.TypedRateLimitingInterface.Done(item)
+	ns := ByNamespace(item)
 	r.mu.Lock()
-	delete(r.paced, item)
+	delete(r.busy, ns)
+	held := r.held[ns]
+	delete(r.held, ns)
+	later := make([]bool, len(held))
+	for i, h := range held {
+		_, later[i] = r.heldLater[h]
+		delete(r.heldLater, h)
+	}
 	r.mu.Unlock()
-	return item, shutdown
+	for i, h := range held {
+		if later[i] {
+			r.q.Later(h)
+		}
+		r.TypedRateLimitingInterface.Done(h) // queued again at once if an event came meanwhile
+		r.TypedRateLimitingInterface.Add(h)
+	}
 }
 
 // eventDelay is how long an event's request waits for its namespace's
@@ -237,14 +309,33 @@ func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
 	if r.pacing.NamespaceRate <= 0 {
 		return 0
 	}
+	now := r.now()
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prune(now)
 	l, ok := r.namespaces[item.Namespace]
 	if !ok {
 		l = rate.NewLimiter(rate.Limit(r.pacing.NamespaceRate), max(1, r.pacing.NamespaceBurst))
 		r.namespaces[item.Namespace] = l
 	}
-	r.mu.Unlock()
-	return l.Reserve().Delay()
+	return l.ReserveN(now, 1).DelayFrom(now)
+}
+
+// prune forgets, at most once per refill time (burst/rate: 10 s with the
+// lien controllers' pacing), the namespaces whose bucket is full again: a
+// new one would be the same. So the buckets are those of the namespaces
+// busy lately, however many a tenant creates and deletes.
+func (r *rateLimitingQueue) prune(now time.Time) {
+	refill := time.Duration(float64(max(1, r.pacing.NamespaceBurst)) / r.pacing.NamespaceRate * float64(time.Second))
+	if now.Sub(r.pruned) < refill {
+		return
+	}
+	r.pruned = now
+	for ns, l := range r.namespaces {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(r.namespaces, ns)
+		}
+	}
 }
 
 func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
@@ -274,7 +365,9 @@ func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request])
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		q := New(ByNamespace)
 		r := &rateLimitingQueue{
-			q: q, pacing: p, namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
+			q: q, pacing: p, now: time.Now,
+			namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
+			busy: map[string]bool{}, held: map[string][]reconcile.Request{}, heldLater: map[reconcile.Request]struct{}{},
 			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
 				Name: name,
 				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{

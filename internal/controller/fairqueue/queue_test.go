@@ -172,3 +172,110 @@ func TestNamespacesArePaced(t *testing.T) {
 		t.Errorf("Len() = %d after the paced request; want 0 (queued once)", q.Len())
 	}
 }
+
+// With several workers, a namespace's requests are still handed out one at
+// a time: while a/1 is worked on, a/2, queued before b/1, waits, and comes
+// with the Get that follows a/1's Done. A namespace set free takes requests
+// at once again.
+func TestOneRequestPerNamespaceAtATime(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	q.Add(req("a", "1"))
+	q.Add(req("a", "2"))
+	first, _ := q.Get()
+	q.Add(req("b", "1"))
+	second, _ := q.Get()
+	if first != req("a", "1") || second != req("b", "1") {
+		t.Fatalf("handed out %v, %v; want a/1, then b/1 (a/2 waits for a/1)", first, second)
+	}
+	q.Done(first)
+	if third, _ := q.Get(); third != req("a", "2") {
+		t.Fatalf("after a/1's Done, handed out %v; want a/2", third)
+	}
+	q.Done(req("a", "2"))
+	q.Done(second)
+	q.Add(req("a", "3"))
+	q.Add(req("b", "2"))
+	got := map[reconcile.Request]bool{}
+	for range 2 {
+		r, _ := q.Get()
+		got[r] = true
+	}
+	if !got[req("a", "3")] || !got[req("b", "2")] {
+		t.Errorf("handed out %v; want a/3 and b/2, their namespaces free", got)
+	}
+}
+
+// The buckets of namespaces whose events have stopped go once full again
+// (a new one would be the same): a tenant creating namespace after
+// namespace does not grow them; a namespace still paced keeps its own.
+func TestIdleNamespacesArePruned(t *testing.T) {
+	q := Paced(Pacing{NamespaceRate: 1, NamespaceBurst: 2})("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+	defer q.ShutDown()
+	now := time.Unix(1000, 0)
+	q.now = func() time.Time { return now }
+	for i := range 1000 {
+		q.eventDelay(req(fmt.Sprint("tenant-", i), "x"))
+	}
+	for range 4 {
+		q.eventDelay(req("noisy", "x")) // its bucket 2 below empty
+	}
+	if len(q.namespaces) != 1001 {
+		t.Fatalf("%d buckets, want 1001", len(q.namespaces))
+	}
+	now = now.Add(2 * time.Second) // the refill time: burst / rate
+	if d := q.eventDelay(req("noisy", "x")); d != time.Second {
+		t.Errorf("noisy's next request waits %v, want 1s (its bucket kept)", d)
+	}
+	var left []string
+	for ns := range q.namespaces {
+		left = append(left, ns)
+	}
+	if diff := cmp.Diff([]string{"noisy"}, left); diff != "" {
+		t.Errorf("buckets left (-want +got):\n%s", diff)
+	}
+}
+
+// A request handed out while its namespace is busy is held, and put back
+// in its place when the namespace is free: a held resync still waits
+// behind events queued after it.
+func TestHeldRequestsKeepTheirClass(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	rl := q.(*rateLimitingQueue)
+	q.Add(req("a", "1"))
+	first, _ := q.Get()
+	rl.q.Later(req("a", "resync")) // as AddAfter(item, ResyncAfter) marks it, without the wait
+	rl.TypedRateLimitingInterface.Add(req("a", "resync"))
+	got := make(chan reconcile.Request)
+	go func() {
+		r, _ := q.Get() // takes a/resync, holds it (a is busy), then waits
+		got <- r
+	}()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for range 200 {
+			if cond() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("waiting for %s", what)
+	}
+	eventually("a/resync held", func() bool {
+		rl.mu.Lock()
+		defer rl.mu.Unlock()
+		return len(rl.held["a"]) == 1
+	})
+	q.Add(req("b", "1"))
+	if r := <-got; r != req("b", "1") {
+		t.Fatalf("handed out %v while a/1 is worked on; want b/1", r)
+	}
+	q.Done(first)
+	q.Add(req("c", "1"))
+	second, _ := q.Get()
+	third, _ := q.Get()
+	if second != req("c", "1") || third != req("a", "resync") {
+		t.Errorf("handed out %v, %v; want c/1, then a/resync (a resync still)", second, third)
+	}
+}

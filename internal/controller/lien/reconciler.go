@@ -78,15 +78,16 @@ type Options struct {
 }
 
 // DefaultWorkers is how many requests each lien controller works on at
-// once. More workers do not make a new lien faster when the client budget
-// is what they wait for: four reconciles at once shared it four ways, and
-// ten new liens of 32 entries each were all Ready only at the end of the
-// lot instead of one after the other (TestWatchesGrowWithKindsNotEntries
-// timed out). The queue's order (fairqueue: namespaces in turn, resyncs
-// behind events, pacing) is what keeps a new lien from waiting. Requests
-// on the same object are safe in parallel, for whoever raises it: every
-// write of markers is optimistic-locked and read again on a conflict, and
-// the queue never hands one request to two workers.
+// once (teardown controller --lien-workers). The queue hands out one
+// request per namespace at a time (fairqueue), so with several workers a
+// tenant's churn holds one worker at most and a batch of liens in one
+// namespace is applied one after the other (TestWatchesGrowWithKindsNotEntries
+// passes with 4). But 4 workers measured worse under a noisy neighbour
+// than one (docs/benchmarks.md, section 7: p99 11.5 s at 1,000 liens,
+// against 0.91 s), for a cause not found yet: one stays the default.
+// Requests on the same object are safe in parallel: every write of
+// markers is optimistic-locked and read again on a conflict, and the
+// queue never hands one request to two workers.
 const DefaultWorkers = 1
 
 // pacing keeps the controller's client budget (50 requests a second by

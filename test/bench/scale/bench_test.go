@@ -31,6 +31,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
+	"github.com/teardown-dev/teardown/internal/controller/lien"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/localcluster"
@@ -226,7 +227,13 @@ func runArm(b *testing.B, sz sizes) result {
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := []string{"--metrics-bind-address=" + addr}
+	args := []string{"--metrics-bind-address=" + addr,
+		// A client budget for 10,000 liens' setup: at the default 50 a
+		// second it alone took over half an hour.
+		fmt.Sprintf("--kube-api-qps=%d", kit.Env("BENCH_KUBE_API_QPS", 200)),
+		fmt.Sprintf("--kube-api-burst=%d", kit.Env("BENCH_KUBE_API_BURST", 400)),
+		fmt.Sprintf("--lien-workers=%d", kit.Env("BENCH_LIEN_WORKERS", lien.DefaultWorkers)),
+	}
 	pprofAddr := ""
 	if os.Getenv("BENCH_SCALE_PPROF") != "" {
 		if pprofAddr, err = kit.FreeAddr(); err != nil {
