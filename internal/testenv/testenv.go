@@ -138,3 +138,22 @@ func BuildTeardown(dir string) (string, error) {
 	}
 	return bin, nil
 }
+
+// ClusterMain is the TestMain of a suite that needs the local control plane
+// and nothing installed on it (the suite installs what it replays): it
+// starts the package's one control plane, hands it to set, runs the tests
+// and stops it.
+func ClusterMain(m *testing.M, set func(c *localcluster.Cluster)) {
+	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	set(c)
+	code := m.Run()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -3,13 +3,11 @@
 package sriov
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -21,16 +19,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cluster, cfg = c, c.RESTConfig()
-	code := m.Run()
-	if err := c.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	os.Exit(code)
+	testenv.ClusterMain(m, func(c *localcluster.Cluster) { cluster, cfg = c, c.RESTConfig() })
 }
