@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -488,6 +489,9 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	}
 	prev := t.Status.DeepCopy()
 	res, err := r.Runner.Tick(ctx, &t.Spec, t.Status)
+	// What the tick removed is said even when a later action failed: the
+	// next tick will not see those finalizers again.
+	r.finalizersRemoved(t, res)
 	if err != nil {
 		if res.Status.Phase != "" {
 			t.Status = res.Status
@@ -495,17 +499,13 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	t.Status = res.Status
-	for _, a := range res.Actions {
-		if a.Type == teardown.ActionRemoveFinalizers && a.Done {
-			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFinalizersRemoved, "Run",
-				"step %s removed the finalizer(s) %s from %s: %s; what they held back (their remover's cleanup) did not happen",
-				t.Spec.Steps[res.Step].Name, strings.Join(a.Finalizers, ", "), a.Object, a.Why)
-		}
-	}
 	for i, st := range t.Status.Steps {
 		if i < len(prev.Steps) && prev.Steps[i].State != st.State && st.State != v1alpha1.StepRunning {
 			observeStep(st)
-			r.Recorder.Eventf(t, nil, eventType(st.State), "Step"+string(st.State), "Run", "step %s: %s", st.Name, st.Message)
+			// The action names the step: events of one reason on one plan
+			// are one series (the note of the first), so that each step's
+			// end is an event of its own.
+			r.Recorder.Eventf(t, nil, eventType(st.State), "Step"+string(st.State), "Step "+st.Name, "step %s: %s", st.Name, st.Message)
 		}
 	}
 	switch t.Status.Phase {
@@ -549,6 +549,22 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
 	}
 	return reconcile.Result{RequeueAfter: r.Options.Interval}, nil
+}
+
+// finalizersRemoved records a Warning event per object whose finalizers
+// the tick removed, related to that object: events of one reason on one
+// plan are otherwise one series, with the note of the first object only.
+func (r *Reconciler) finalizersRemoved(t *v1alpha1.Teardown, res teardown.Result) {
+	for _, a := range res.Actions {
+		if a.Type != teardown.ActionRemoveFinalizers || !a.Done {
+			continue
+		}
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: a.Object.Namespace, Name: a.Object.Name, UID: types.UID(a.Object.UID)}}
+		o.SetGroupVersionKind(schema.FromAPIVersionAndKind(a.Object.APIVersion, a.Object.Kind))
+		r.Recorder.Eventf(t, o, corev1.EventTypeWarning, v1alpha1.ReasonFinalizersRemoved, "Run",
+			"step %s removed the finalizer(s) %s from %s: %s; what they held back (their remover's cleanup) did not happen",
+			t.Spec.Steps[res.Step].Name, strings.Join(a.Finalizers, ", "), a.Object, a.Why)
+	}
 }
 
 // resume restarts a plan from a step, as `teardown run --from-step` asks;

@@ -128,6 +128,10 @@ func TestSriovUninstall(t *testing.T) {
 			t.Errorf("step %s: %s (%s)", st.Name, st.State, st.Message)
 		}
 	}
+	// Each step's end is an event of its own, not one series of the first.
+	for _, st := range td.Status.Steps {
+		waitEvent(t, plan.Name, "StepSucceeded", "step "+st.Name+": done")
+	}
 	if st := td.Status.Steps[1]; st.Deleted != 2 || st.Matched != 2 {
 		t.Errorf("delete-networks counts: matched %d deleted %d, want 2 and 2", st.Matched, st.Deleted)
 	}

@@ -66,6 +66,8 @@ func TestDeadOperatorsFinalizersAreRemoved(t *testing.T) {
 	}
 
 	waitEvent(t, plan.Name, v1alpha1.ReasonFinalizersRemoved, "removed the finalizer(s) "+cleanup+" from Widget "+ns+"/w1: the remover Deployment "+ns+"/"+op.Name+" has no available replica since")
+	// An event per object: w2's is not folded into w1's.
+	waitEvent(t, plan.Name, v1alpha1.ReasonFinalizersRemoved, "removed the finalizer(s) "+cleanup+" from Widget "+ns+"/w2: the remover Deployment "+ns+"/"+op.Name+" has no available replica since")
 	if elapsed := time.Since(since); elapsed < 10*time.Second {
 		t.Errorf("the finalizer was removed %s after the remover was seen gone, before the 10s grace period", elapsed)
 	}
