@@ -12,8 +12,8 @@ import (
 )
 
 // Formats of -o: yaml (the Teardown and the controller's grants, for
-// `kubectl apply -f -`) and values (the Teardown in the extraDeploy form
-// of a chart's values, the grants as comments).
+// `kubectl apply -f -`) and values (the Teardown in the chart's value for
+// extra objects, extraDeploy or the like, the grants as comments).
 var Formats = []string{"yaml", "values"}
 
 // Render writes s in format, headed by command (how it was made).
@@ -43,8 +43,12 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 		comment(&b, "", grantsWhy)
 		b.WriteString(grants)
 	case "values":
-		b.WriteString("#\n# As chart values (the chart's extraDeploy): helm upgrade RELEASE CHART --reuse-values -f THIS-FILE\n")
-		b.WriteString("extraDeploy:\n")
+		key := s.ValuesKey
+		if key == "" {
+			key = "extraDeploy"
+		}
+		fmt.Fprintf(&b, "#\n# As chart values (the chart's %s): helm upgrade RELEASE CHART --reuse-values -f THIS-FILE\n", key)
+		b.WriteString(key + ":\n")
 		for i, line := range strings.Split(strings.TrimSuffix(plan, "\n"), "\n") {
 			switch {
 			case i == 0:
