@@ -40,6 +40,11 @@ func TestSuggestOnRecordedStates(t *testing.T) {
 		// The real sriov-network-operator v1.5.0, recorded after its
 		// chart's install by test/sriov (TestSuggestedPlan -record).
 		{state: "sriov-network-operator", args: []string{"--release", "sriov-network-operator", "-n", "sriov-network-operator"}},
+		// The real tigera-operator v1.30.0, recorded after its chart's
+		// install (its TigeraStatus written) by test/tigera
+		// (TestSuggestedPlan -record): named by its Deployment, the
+		// release found by Helm's annotations.
+		{state: "tigera-operator", args: []string{"deployment/tigera-operator", "-n", "tigera-operator"}},
 	} {
 		t.Run(tc.state, func(t *testing.T) {
 			if err := testenv.LoadState(t.Context(), cfg, filepath.Join("testdata", "states", tc.state)); err != nil {
