@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -36,7 +37,10 @@ var record = flag.String("record", "", "record the installed operator's objects 
 const (
 	suggestValuesHeading = "### As chart values"
 	suggestYAMLHeading   = "### With kubectl"
-	grantsHeading        = "## What teardown's controller needs"
+	// suggestCleanupHeading's block deletes what the kubectl block
+	// applied, once the plan has run.
+	suggestCleanupHeading = "### Once the plan has run"
+	grantsHeading         = "## What teardown's controller needs"
 )
 
 var (
@@ -120,6 +124,20 @@ func TestSuggestedPlan(t *testing.T) {
 		if diff := cmp.Diff(kubectlAppliedLeftovers, got); diff != "" {
 			t.Errorf("left after kubectl delete ns with the suggested Teardown (-want +got):\n%s", diff)
 		}
+
+		// The README's block that deletes them, once the plan has run.
+		lines, err := testenv.ShellBlock(docsFile, suggestCleanupHeading)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = e.Shell(time.Minute, "", strings.Join(lines, "\n"))
+		t.Logf("$ %s: exit %d in %s\n%s", strings.Join(lines, "\n"), r.Code, r.Took.Round(time.Millisecond), r.Out)
+		if r.Code != 0 {
+			t.Errorf("the README's block after %q: exit %d", suggestCleanupHeading, r.Code)
+		}
+		if diff := cmp.Diff(deleteNamespaceWithTeardownLeftovers, leftovers(before, snapshot(ctx, t))); diff != "" {
+			t.Errorf("left after the README's cleanup (-want +got):\n%s", diff)
+		}
 	})
 }
 
@@ -127,10 +145,11 @@ func TestSuggestedPlan(t *testing.T) {
 // suggestion applied by kubectl: what the hand-written plan leaves (the
 // CRDs), and the Teardown, Succeeded, with its grants: kubectl applied
 // them outside the release, so nothing deletes them but the person who
-// applied them (the README says so).
+// applied them, with the README's block (the controller's finalizer stays
+// on a Teardown until it is deleted).
 var kubectlAppliedLeftovers = sorted(deleteNamespaceWithTeardownLeftovers, []string{
 	"clusterroles.rbac.authorization.k8s.io teardown-" + harness.Plan,
-	"teardowns.teardown.dev " + harness.Plan,
+	"teardowns.teardown.dev " + harness.Plan + " finalizers teardown.dev/teardown",
 })
 
 // installAndApplySuggestion installs the operator without a plan, as
@@ -220,10 +239,12 @@ func compareWithHandWritten(ctx context.Context, t *testing.T, e *harness.Env) {
 	if diff := cmp.Diff(hand.KeepUntilDone, got.Spec.KeepUntilDone); diff != "" {
 		t.Errorf("the suggested keepUntilDone (-hand-written +suggested):\n%s", diff)
 	}
-	// The hand-written plan's steps, as the suggestion writes them.
+	// The hand-written plan's steps, as the suggestion writes them, with
+	// the API server's defaults (the suggestion is read back from it).
 	want := hand.Steps
 	for i := range want {
 		d := want[i].Delete
+		d.PropagationPolicy, want[i].Wait, want[i].OnTimeout = v1alpha1.PropagationBackground, ptr.To(true), v1alpha1.OnTimeoutFail
 		want[i].Name = "delete-" + strings.ToLower(d.Kind) + "-" + d.Name
 		if d.Kind == "Installation" {
 			want[i].Name = "delete-installations"

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Formats of -o: yaml (the Teardown and the controller's grants, for
+// Formats of -o: yaml (the controller's grants, then the Teardown, for
 // `kubectl apply -f -`) and values (the Teardown in the chart's value for
 // extra objects, extraDeploy or the like, the grants as comments).
 var Formats = []string{"yaml", "values"}
@@ -38,10 +38,13 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, delete on what the steps delete, update and delete on the webhook configurations. Apply it apart from the operator's release: it must outlive the plan."
 	switch format {
 	case "yaml":
-		b.WriteString(plan)
-		b.WriteString("---\n")
+		// The grants first: kubectl apply creates them before the plan,
+		// which teardown's admission warns about when its controller
+		// lacks the rights to arm it.
 		comment(&b, "", grantsWhy)
 		b.WriteString(grants)
+		b.WriteString("---\n")
+		b.WriteString(plan)
 	case "values":
 		key := s.ValuesKey
 		if key == "" {
