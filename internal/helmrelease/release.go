@@ -47,24 +47,11 @@ func Latest(records []corev1.Secret) *corev1.Secret {
 // kind or name (empty documents) are skipped; the chart's crds/ are not in
 // the manifest.
 func Objects(data []byte) ([]*unstructured.Unstructured, error) {
-	raw, err := base64.StdEncoding.DecodeString(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("release: %w", err)
-	}
-	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("release: %w", err)
-		}
-		if raw, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
-			return nil, fmt.Errorf("release: %w", err)
-		}
-	}
 	var rel struct {
 		Manifest string `json:"manifest"`
 	}
-	if err := json.Unmarshal(raw, &rel); err != nil {
-		return nil, fmt.Errorf("release: %w", err)
+	if err := decode(data, &rel); err != nil {
+		return nil, err
 	}
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
@@ -85,4 +72,49 @@ func Objects(data []byte) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, u)
 	}
+}
+
+// Values are a release record's values: the chart's defaults (its
+// values.yaml) and the user's own (what -f and --set gave, the values
+// --reuse-values reuses).
+type Values struct {
+	Chart map[string]any
+	User  map[string]any
+}
+
+// ReadValues reads the values of a release record (as Objects reads its
+// manifest).
+func ReadValues(data []byte) (Values, error) {
+	var rel struct {
+		Chart struct {
+			Values map[string]any `json:"values"`
+		} `json:"chart"`
+		Config map[string]any `json:"config"`
+	}
+	if err := decode(data, &rel); err != nil {
+		return Values{}, err
+	}
+	return Values{Chart: rel.Chart.Values, User: rel.Config}, nil
+}
+
+// decode decodes a record's release key (base64 of gzip of JSON, or of
+// JSON) into v.
+func decode(data []byte, v any) error {
+	raw, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+		if raw, err = io.ReadAll(io.LimitReader(zr, 64<<20)); err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
 }

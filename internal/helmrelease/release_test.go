@@ -15,7 +15,13 @@ import (
 // of gzip of the release's JSON.
 func record(t *testing.T, manifest string) []byte {
 	t.Helper()
-	js, err := json.Marshal(map[string]any{"name": "op", "manifest": manifest, "info": map[string]any{"status": "uninstalling"}})
+	return recordOf(t, map[string]any{"name": "op", "manifest": manifest, "info": map[string]any{"status": "uninstalling"}})
+}
+
+// recordOf is record of any release JSON.
+func recordOf(t *testing.T, rel map[string]any) []byte {
+	t.Helper()
+	js, err := json.Marshal(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,5 +82,24 @@ func TestObjectsRefusesWhatItCannotRead(t *testing.T) {
 		if _, err := Objects(data); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+func TestReadValuesReadsTheChartsAndTheUsers(t *testing.T) {
+	data := recordOf(t, map[string]any{
+		"name":   "op",
+		"chart":  map[string]any{"metadata": map[string]any{"name": "op"}, "values": map[string]any{"extraObjects": []any{}, "replicas": 1.0}},
+		"config": map[string]any{"replicas": 2.0},
+	})
+	got, err := ReadValues(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Values{Chart: map[string]any{"extraObjects": []any{}, "replicas": 1.0}, User: map[string]any{"replicas": 2.0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+	if _, err := ReadValues([]byte("%%%")); err == nil {
+		t.Error("not base64: no error")
 	}
 }

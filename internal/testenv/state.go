@@ -33,7 +33,8 @@ import (
 // server sets (uid, resourceVersion, timestamps, status), each with the
 // manager that wrote it first. LoadState creates them in another cluster,
 // in an order that lets them be created (namespaces and CRDs first,
-// owners before what they own, webhook configurations last, as they could
+// owners before what they own, a namespace an object owns and its content
+// after that object, webhook configurations last, as they could
 // refuse the rest) and with the owner references' UIDs mapped to the new
 // owners'. What runs there afterwards (controllers) may add to it.
 
@@ -149,7 +150,7 @@ func LoadState(ctx context.Context, cfg *rest.Config, dir string) error {
 	l := &loader{dyn: dyn, mapper: mapper, uids: map[string]types.UID{}}
 	rank := func(o *unstructured.Unstructured) int {
 		switch gk := o.GroupVersionKind().GroupKind(); {
-		case gk.Kind == "Namespace" && gk.Group == "":
+		case gk.Kind == "Namespace" && gk.Group == "" && len(o.GetOwnerReferences()) == 0:
 			return 0
 		case gk.Kind == "CustomResourceDefinition":
 			return 1
@@ -170,16 +171,41 @@ func LoadState(ctx context.Context, cfg *rest.Config, dir string) error {
 			return err
 		}
 	}
-	for i, o := range objs {
-		if i > 0 && rank(objs[i-1]) == 1 && rank(o) > 1 {
+	// Rank by rank, each object once its namespace and owners are there
+	// (a namespace an object of the state owns, with what is in it, waits
+	// for that owner); what waits goes on to the next rank.
+	var waiting []*unstructured.Unstructured
+	for r := 0; r <= 4; r++ {
+		if r == 2 {
 			// The CRDs serve once established: the mapper must see them.
 			if err := waitServed(ctx, cached, objs); err != nil {
 				return err
 			}
 			mapper.Reset()
 		}
-		manager := o.GetAnnotations()[managerAnnotation]
-		if err := l.create(ctx, o, manager); err != nil {
+		for _, o := range objs {
+			if rank(o) == r {
+				waiting = append(waiting, o)
+			}
+		}
+		for progress := true; progress && len(waiting) > 0; {
+			progress = false
+			var still []*unstructured.Unstructured
+			for _, o := range waiting {
+				if !l.ready(o) {
+					still = append(still, o)
+					continue
+				}
+				if err := l.create(ctx, o, o.GetAnnotations()[managerAnnotation]); err != nil {
+					return err
+				}
+				progress = true
+			}
+			waiting = still
+		}
+	}
+	for _, o := range waiting { // their namespace or an owner is not in the state: say which
+		if err := l.create(ctx, o, o.GetAnnotations()[managerAnnotation]); err != nil {
 			return err
 		}
 	}
@@ -190,6 +216,22 @@ type loader struct {
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
 	uids   map[string]types.UID // by apiVersion-less kind/namespace/name
+}
+
+// ready reports whether o's namespace and owners have been created.
+func (l *loader) ready(o *unstructured.Unstructured) bool {
+	if ns := o.GetNamespace(); ns != "" {
+		if _, ok := l.uids["Namespace//"+ns]; !ok {
+			return false
+		}
+	}
+	for _, ref := range o.GetOwnerReferences() {
+		_, ok := l.uids[ref.Kind+"/"+o.GetNamespace()+"/"+ref.Name]
+		if _, cluster := l.uids[ref.Kind+"//"+ref.Name]; !ok && !cluster {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *loader) create(ctx context.Context, o *unstructured.Unstructured, manager string) error {

@@ -30,6 +30,9 @@ type Facts struct {
 	// ReleaseObjects the objects its latest record's manifest lists.
 	Release        string
 	ReleaseObjects []*unstructured.Unstructured
+	// ReleaseValues are the latest record's values: the chart's defaults
+	// (which say where the chart takes extra objects) and the user's.
+	ReleaseValues helmrelease.Values
 
 	ClusterRoles        []rbacv1.ClusterRole
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
@@ -78,11 +81,11 @@ func Gather(ctx context.Context, c *resource.Clients, target Target) (*Facts, er
 	f := &Facts{Release: target.Release}
 	ns := target.Namespace
 	if f.Release != "" {
-		objs, err := releaseObjects(ctx, c, ns, f.Release)
+		objs, values, err := releaseObjects(ctx, c, ns, f.Release)
 		if err != nil {
 			return nil, err
 		}
-		f.ReleaseObjects = objs
+		f.ReleaseObjects, f.ReleaseValues = objs, values
 		if target.Deployment == "" {
 			var names []string
 			for _, o := range objs {
@@ -106,7 +109,7 @@ func Gather(ctx context.Context, c *resource.Clients, target Target) (*Facts, er
 	f.Deployment = d
 	if f.Release == "" && d.Annotations[helmReleaseName] != "" && d.Annotations[helmReleaseNamespace] == ns {
 		f.Release = d.Annotations[helmReleaseName]
-		if f.ReleaseObjects, err = releaseObjects(ctx, c, ns, f.Release); err != nil {
+		if f.ReleaseObjects, f.ReleaseValues, err = releaseObjects(ctx, c, ns, f.Release); err != nil {
 			return nil, err
 		}
 	}
@@ -152,20 +155,24 @@ const (
 	helmReleaseNamespace = "meta.helm.sh/release-namespace"
 )
 
-func releaseObjects(ctx context.Context, c *resource.Clients, ns, name string) ([]*unstructured.Unstructured, error) {
+func releaseObjects(ctx context.Context, c *resource.Clients, ns, name string) ([]*unstructured.Unstructured, helmrelease.Values, error) {
 	l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(helmrelease.Labels(name))})
 	if err != nil {
-		return nil, fmt.Errorf("listing the records of helm release %s in namespace %s: %w", name, ns, err)
+		return nil, helmrelease.Values{}, fmt.Errorf("listing the records of helm release %s in namespace %s: %w", name, ns, err)
 	}
 	latest := helmrelease.Latest(l.Items)
 	if latest == nil {
-		return nil, fmt.Errorf("helm release %s not found in namespace %s (no Secret labelled owner=helm,name=%s)", name, ns, name)
+		return nil, helmrelease.Values{}, fmt.Errorf("helm release %s not found in namespace %s (no Secret labelled owner=helm,name=%s)", name, ns, name)
 	}
 	objs, err := helmrelease.Objects(latest.Data["release"])
 	if err != nil {
-		return nil, fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
+		return nil, helmrelease.Values{}, fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
 	}
-	return objs, nil
+	values, err := helmrelease.ReadValues(latest.Data["release"])
+	if err != nil {
+		return nil, helmrelease.Values{}, fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
+	}
+	return objs, values, nil
 }
 
 func labelSelector(m map[string]string) string {

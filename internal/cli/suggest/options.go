@@ -30,7 +30,9 @@ installed it) and proposes a Teardown for a person to review and apply. It
 keeps the operator's ServiceAccount and the roles and bindings that give it
 its rights until the plan is done; it deletes, in order, the custom
 resources of the operator's CRDs that carry finalizers (the operator's own
-configuration, which owns its workloads, last), the webhook configurations
+configuration, which owns its workloads, last), then those the operator
+alone wrote (its field manager is its command's base name) that nothing
+owns, cluster-scoped or in its namespace, the webhook configurations
 and APIServices calling Services of its namespace, the ClusterRoles and
 bindings of ServiceAccounts of its namespace that nothing deletes, and the
 release's cluster-scoped objects (deleting the namespace never deletes
@@ -38,11 +40,13 @@ them). Each entry carries a comment saying why; what the cluster does not
 show is said at the top. With it comes the ClusterRole teardown's
 controller needs to run the plan. Nothing is changed.
 
--o yaml is for kubectl apply -f -; -o values puts the Teardown in a chart's
-extraDeploy value (helm upgrade --reuse-values -f), the grants as comments.`,
+-o yaml is for kubectl apply -f -; -o values puts the Teardown in the chart's
+value for extra objects (extraDeploy, extraObjects, extraManifests or
+extraResources: the one the chart's default values in the release's record
+have) for helm upgrade --reuse-values -f, the grants as comments.`,
 		Example: `  teardown suggest deployment/sriov-network-operator -n sriov-network-operator
   teardown suggest --release sriov-network-operator -n sriov-network-operator -o values > teardown-values.yaml
-  teardown suggest deploy/op -n op-system | kubectl apply -f -`,
+  teardown suggest deployment/tigera-operator -n tigera-operator -o yaml | kubectl apply -f -`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.Run(cmd.Context(), flags, args, out, cmd.CommandPath())

@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Formats of -o: yaml (the Teardown and the controller's grants, for
-// `kubectl apply -f -`) and values (the Teardown in the extraDeploy form
-// of a chart's values, the grants as comments).
+// Formats of -o: yaml (the controller's grants, then the Teardown, for
+// `kubectl apply -f -`) and values (the Teardown in the chart's value for
+// extra objects, extraDeploy or the like, the grants as comments).
 var Formats = []string{"yaml", "values"}
 
 // Render writes s in format, headed by command (how it was made).
@@ -38,13 +38,20 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, delete on what the steps delete, update and delete on the webhook configurations. Apply it apart from the operator's release: it must outlive the plan."
 	switch format {
 	case "yaml":
-		b.WriteString(plan)
-		b.WriteString("---\n")
+		// The grants first: kubectl apply creates them before the plan,
+		// which teardown's admission warns about when its controller
+		// lacks the rights to arm it.
 		comment(&b, "", grantsWhy)
 		b.WriteString(grants)
+		b.WriteString("---\n")
+		b.WriteString(plan)
 	case "values":
-		b.WriteString("#\n# As chart values (the chart's extraDeploy): helm upgrade RELEASE CHART --reuse-values -f THIS-FILE\n")
-		b.WriteString("extraDeploy:\n")
+		key := s.ValuesKey
+		if key == "" {
+			key = "extraDeploy"
+		}
+		fmt.Fprintf(&b, "#\n# As chart values (the chart's %s): helm upgrade RELEASE CHART --reuse-values -f THIS-FILE\n", key)
+		b.WriteString(key + ":\n")
 		for i, line := range strings.Split(strings.TrimSuffix(plan, "\n"), "\n") {
 			switch {
 			case i == 0:

@@ -3,6 +3,7 @@ package suggest
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -30,6 +31,9 @@ type Suggestion struct {
 	Warnings []string
 	// Grants is the aggregated ClusterRole teardown's controller needs.
 	Grants rbacv1.ClusterRole
+	// ValuesKey is the chart's value that takes extra objects to render,
+	// for the values form.
+	ValuesKey string
 }
 
 const (
@@ -58,11 +62,16 @@ func Suggest(f *Facts) Suggestion {
 	s.allow("apps", "deployments", f.Deployment.Name, "patch")
 	s.keep()
 	s.customResources()
+	s.operatorMade()
 	s.webhooks()
 	s.apiServices()
 	s.clusterRBAC()
 	s.releaseClusterObjects()
 	s.crdWarnings()
+	s.valuesKey()
+	if n := len(s.out.Teardown.Spec.Steps); n > 64 {
+		s.warn("steps has %d entries, more than the 64 allowed: merge them with selectors", n)
+	}
 	s.out.Grants = s.grantRole(name)
 	return s.out
 }
@@ -75,6 +84,11 @@ type suggester struct {
 	kept, deleted sets.Set[string]
 	grants        map[grant]bool
 	stepNames     sets.Set[string]
+	// wholeKinds are the group/kind of the custom resources a step
+	// deletes all of (by a selector); unfinalized, the kinds of the
+	// operator's CRDs with no object carrying a finalizer.
+	wholeKinds  sets.Set[string]
+	unfinalized []string
 }
 
 func key(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
@@ -131,7 +145,7 @@ func (s *suggester) bindersOf(name string) []string {
 // keep keeps the operator's identity until the plan is done: its
 // ServiceAccount and the bindings naming it with their roles.
 func (s *suggester) keep() {
-	s.kept, s.deleted, s.stepNames = sets.New[string](), sets.New[string](), sets.New[string]()
+	s.kept, s.deleted, s.stepNames, s.wholeKinds = sets.New[string](), sets.New[string](), sets.New[string](), sets.New[string]()
 	add := func(t v1alpha1.ClusterLienTarget, resource, why string) {
 		k := key(t.Kind, t.Namespace, t.Name)
 		if s.kept.Has(k) {
@@ -320,7 +334,6 @@ func (s *suggester) customResources() {
 		why  string
 	}
 	var users, configs []kindSteps
-	var unfinalized []string
 	owners := sets.New[string]()
 	ownedBy := map[string][]string{}
 	for _, w := range s.f.Workloads {
@@ -351,7 +364,7 @@ func (s *suggester) customResources() {
 		kind := crd.Spec.Names.Kind
 		apiVersion := crd.Spec.Group + "/" + storageVersion(crd)
 		if len(finalized) == 0 {
-			unfinalized = append(unfinalized, kind)
+			s.unfinalized = append(s.unfinalized, kind)
 			continue
 		}
 		namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
@@ -382,6 +395,7 @@ func (s *suggester) customResources() {
 				len(finalized), kind, in, fins),
 		}
 		s.allow(crd.Spec.Group, crd.Spec.Names.Plural, "", "delete")
+		s.wholeKinds.Insert(crd.Spec.Group + "/" + kind)
 		if len(owning) > 0 {
 			ks.why += "; some own the operator's workloads, so this kind goes after the others"
 			configs = append(configs, ks)
@@ -392,8 +406,91 @@ func (s *suggester) customResources() {
 	for _, k := range append(users, configs...) {
 		s.addStep(k.step, k.why)
 	}
-	if len(unfinalized) > 0 {
+}
+
+// operatorManagers are the field managers the operator's own writes
+// carry: the API server names a writer by its user agent, which client-go
+// makes of its program's name, so the base names of the commands of the
+// Deployment's containers.
+func (s *suggester) operatorManagers() sets.Set[string] {
+	m := sets.New[string]()
+	for _, c := range s.f.Deployment.Spec.Template.Spec.Containers {
+		if len(c.Command) > 0 && path.Base(c.Command[0]) != "." && path.Base(c.Command[0]) != "/" {
+			m.Insert(path.Base(c.Command[0]))
+		}
+	}
+	return m
+}
+
+// managers are the managedFields managers of an object.
+func managers(o *unstructured.Unstructured) sets.Set[string] {
+	out := sets.New[string]()
+	for _, f := range o.GetManagedFields() {
+		if f.Manager != "" && f.Manager != "before-first-apply" {
+			out.Insert(f.Manager)
+		}
+	}
+	return out
+}
+
+// operatorMade deletes, after the custom resources with finalizers, those
+// of the operator's CRDs the operator alone wrote (managedFields) that
+// nothing owns and that carry no finalizer, cluster-scoped or in its
+// namespace: the operator made them and does not delete them (it would
+// have owned them), the garbage collector never will, deleting a
+// namespace never deletes a cluster-scoped one and helm uninstall leaves
+// the operator's namespace. After the others: while the operator's
+// configuration exists, it may make them again. Objects written by others
+// too are named in a warning, never deleted.
+func (s *suggester) operatorMade() {
+	ours := s.operatorManagers()
+	inRelease := sets.New[string]()
+	for _, o := range s.f.ReleaseObjects {
+		inRelease.Insert(key(o.GetKind(), o.GetNamespace(), o.GetName()))
+	}
+	withStep := sets.New[string]()
+	for _, crd := range s.operatorCRDs() {
+		kind, apiVersion := crd.Spec.Names.Kind, crd.Spec.Group+"/"+storageVersion(crd)
+		if s.wholeKinds.Has(crd.Spec.Group + "/" + kind) {
+			continue
+		}
+		objs := slices.Clone(s.f.CustomResources[crd.Name])
+		slices.SortFunc(objs, func(a, b unstructured.Unstructured) int {
+			return strings.Compare(qualified(a.GetNamespace(), a.GetName()), qualified(b.GetNamespace(), b.GetName()))
+		})
+		for i := range objs {
+			o := &objs[i]
+			ns := o.GetNamespace()
+			if len(o.GetOwnerReferences()) > 0 || len(foreignFinalizers(o)) > 0 || ns != "" && ns != s.ns ||
+				inRelease.Has(key(kind, ns, o.GetName())) || s.deleted.Has(key(kind, ns, o.GetName())) {
+				continue
+			}
+			by := managers(o)
+			if by.Len() == 0 || ours.Intersection(by).Len() == 0 {
+				continue
+			}
+			if others := by.Difference(ours); others.Len() > 0 {
+				s.warn("%s %s was written by the operator (%s) and by %s: not deleted; delete it yourself if the operator made it", kind, qualified(ns, o.GetName()), strings.Join(sets.List(ours.Intersection(by)), ", "), strings.Join(sets.List(others), ", "))
+				continue
+			}
+			where := "cluster-scoped: neither the garbage collector nor deleting a namespace deletes it"
+			if ns != "" {
+				where = "in the operator's namespace: deleting the namespace deletes it, helm uninstall does not"
+			}
+			s.addStep(v1alpha1.TeardownStep{
+				Name:   s.stepName("delete-" + strings.ToLower(kind) + "-" + o.GetName()),
+				Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: o.GetName()}},
+			}, fmt.Sprintf("%s %s was written only by the operator (%s), is owned by nothing and carries no finalizer; %s. Deleted after the custom resources above: while they exist the operator may make it again",
+				kind, qualified(ns, o.GetName()), strings.Join(sets.List(by), ", "), where))
+			s.allow(crd.Spec.Group, crd.Spec.Names.Plural, o.GetName(), "delete")
+			withStep.Insert(kind)
+		}
+	}
+	if unfinalized := slices.DeleteFunc(slices.Clone(s.unfinalized), withStep.Has); len(unfinalized) > 0 {
 		s.warn("no object of %s carries a finalizer now: the plan has no step for them; if the operator puts finalizers on them later, add a step deleting them before the webhooks", strings.Join(unfinalized, ", "))
+	}
+	if ours.Len() == 0 {
+		s.warn("the Deployment's containers name no command (their image's entrypoint runs): the field manager of the operator's writes is unknown, so no step deletes the custom resources it made")
 	}
 }
 
@@ -598,7 +695,8 @@ func (s *suggester) releaseClusterObjects() {
 			continue
 		case res.Namespaced, gvk.Kind == "CustomResourceDefinition", gvk.Kind == "Namespace", gvk.Group == v1alpha1.GroupVersion.Group,
 			gvk.Group == "admissionregistration.k8s.io" && strings.HasSuffix(gvk.Kind, "WebhookConfiguration"),
-			s.kept.Has(key(gvk.Kind, "", o.GetName())), s.deleted.Has(key(gvk.Kind, "", o.GetName())):
+			s.kept.Has(key(gvk.Kind, "", o.GetName())), s.deleted.Has(key(gvk.Kind, "", o.GetName())),
+			s.wholeKinds.Has(gvk.Group + "/" + gvk.Kind):
 			continue
 		case gvk.Group == rbacGroup && gvk.Kind == "ClusterRole" && s.boundElsewhere(o.GetName()):
 			continue
@@ -636,6 +734,40 @@ func (s *suggester) crdWarnings() {
 	}
 	if s.f.Release == "" {
 		s.warn("the Deployment belongs to no Helm release: the plan cannot list what its installer made, only what the cluster links to it")
+	}
+}
+
+// valuesKeys are the values by which charts take extra objects to render,
+// most common first: Bitnami's and many others' extraDeploy, then the
+// names other charts use.
+var valuesKeys = []string{"extraDeploy", "extraObjects", "extraManifests", "extraResources"}
+
+// valuesKey finds, in the chart's default values, the one of valuesKeys
+// the chart has (a list, or empty), for the values form; it warns when it
+// finds none, several, or one the release's own values already set (a
+// list given with -f replaces the one --reuse-values keeps).
+func (s *suggester) valuesKey() {
+	s.out.ValuesKey = valuesKeys[0]
+	if s.f.Release == "" {
+		return
+	}
+	var found []string
+	for _, k := range valuesKeys {
+		v, ok := s.f.ReleaseValues.Chart[k]
+		if _, list := v.([]any); ok && (v == nil || list) {
+			found = append(found, k)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		s.warn("the chart's values have none of %s: the values form (-o values) names %s, which the chart may not render; apply the yaml form (-o yaml) with kubectl instead", strings.Join(valuesKeys, ", "), s.out.ValuesKey)
+		return
+	case len(found) > 1:
+		s.warn("the chart's values have %s: the values form uses %s; check which one the chart renders", strings.Join(found, ", "), found[0])
+	}
+	s.out.ValuesKey = found[0]
+	if items, ok := s.f.ReleaseValues.User[s.out.ValuesKey].([]any); ok && len(items) > 0 {
+		s.warn("the release's own values set %s (%d objects): helm upgrade -f with the values form replaces that list; add them to it", s.out.ValuesKey, len(items))
 	}
 }
 

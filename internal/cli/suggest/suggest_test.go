@@ -40,6 +40,11 @@ func TestSuggestOnRecordedStates(t *testing.T) {
 		// The real sriov-network-operator v1.5.0, recorded after its
 		// chart's install by test/sriov (TestSuggestedPlan -record).
 		{state: "sriov-network-operator", args: []string{"--release", "sriov-network-operator", "-n", "sriov-network-operator"}},
+		// The real tigera-operator v1.30.0, recorded after its chart's
+		// install (its TigeraStatus written) by test/tigera
+		// (TestSuggestedPlan -record): named by its Deployment, the
+		// release found by Helm's annotations.
+		{state: "tigera-operator", args: []string{"deployment/tigera-operator", "-n", "tigera-operator"}},
 	} {
 		t.Run(tc.state, func(t *testing.T) {
 			if err := testenv.LoadState(t.Context(), cfg, filepath.Join("testdata", "states", tc.state)); err != nil {
@@ -56,24 +61,27 @@ func TestSuggestOnRecordedStates(t *testing.T) {
 	}
 }
 
-// checkYAML decodes the -o yaml form: a Teardown teardown accepts, then
-// the grants' ClusterRole.
+// checkYAML decodes the -o yaml form: the grants' ClusterRole, then a
+// Teardown teardown accepts.
 func checkYAML(t *testing.T, out string) {
 	t.Helper()
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	var td v1alpha1.Teardown
-	if err := dec.Decode(&td); err != nil {
-		t.Fatalf("decoding the Teardown: %v", err)
-	}
-	if errs := teardown.Validate(&td.Spec); len(errs) > 0 {
-		t.Errorf("the suggested plan is invalid: %v", errs.ToAggregate())
-	}
 	var role rbacv1.ClusterRole
 	if err := dec.Decode(&role); err != nil {
 		t.Fatalf("decoding the grants: %v", err)
 	}
 	if role.Kind != "ClusterRole" || role.Labels["teardown.dev/aggregate-to-controller"] != "true" || len(role.Rules) == 0 {
 		t.Errorf("the grants: want a ClusterRole aggregated into teardown's controller, got %s %s labels %v with %d rules", role.Kind, role.Name, role.Labels, len(role.Rules))
+	}
+	var td v1alpha1.Teardown
+	if err := dec.Decode(&td); err != nil {
+		t.Fatalf("decoding the Teardown: %v", err)
+	}
+	if td.Kind != "Teardown" {
+		t.Errorf("the second object: %s %s, want the Teardown", td.Kind, td.Name)
+	}
+	if errs := teardown.Validate(&td.Spec); len(errs) > 0 {
+		t.Errorf("the suggested plan is invalid: %v", errs.ToAggregate())
 	}
 }
 

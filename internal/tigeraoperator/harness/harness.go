@@ -53,6 +53,9 @@ const (
 // InstallationGVR is the operator's Installation.
 var InstallationGVR = schema.GroupVersionResource{Group: "operator.tigera.io", Version: "v1", Resource: "installations"}
 
+// TigeraStatusGVR is the operator's TigeraStatus.
+var TigeraStatusGVR = schema.GroupVersionResource{Group: "operator.tigera.io", Version: "v1", Resource: "tigerastatuses"}
+
 // Options say where and how an Env installs the operator.
 type Options struct {
 	// Config is the cluster's admin configuration: the harness plays the
@@ -273,6 +276,17 @@ func (e *Env) InstallBy(ctx context.Context, install func() sriov.Result) error 
 			return false, err
 		}
 		return slices.Contains(crb.Finalizers, NodeFinalizer), nil
+	})
+}
+
+// WaitStatus waits up to two minutes for TigeraStatus calico, which the
+// operator's status manager writes on its own schedule, a few seconds
+// after InstallBy returns or not at all before an early uninstall: what
+// a person sees once the install has settled.
+func (e *Env) WaitStatus(ctx context.Context) error {
+	return e.poll(2*time.Minute, "the operator's TigeraStatus calico", func(ctx context.Context) (bool, error) {
+		_, err := e.Dyn.Resource(TigeraStatusGVR).Get(ctx, "calico", metav1.GetOptions{})
+		return err == nil, err
 	})
 }
 
