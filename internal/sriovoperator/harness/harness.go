@@ -158,6 +158,7 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 			return nil, fmt.Errorf("creating namespace %s: %w", n, err)
 		}
 	}
+	opts.Log("helm %s: %s", opts.HelmVersion, helm)
 	return &Env{Rel: rel, Helm: helm, Kube: kube, Dyn: dyn, opts: opts}, nil
 }
 

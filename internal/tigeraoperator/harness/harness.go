@@ -137,6 +137,7 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating node %s: %w", node, err)
 	}
+	opts.Log("helm %s: %s", opts.HelmVersion, helm)
 	return &Env{Rel: rel, Helm: helm, Kube: kube, Dyn: dyn, opts: opts}, nil
 }
 
