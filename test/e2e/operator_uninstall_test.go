@@ -52,11 +52,11 @@ const (
 var widgets = []string{"w1", "w2", "w3"}
 
 // TestOperatorUninstall installs an operator's chart with the real helm,
-// each of helmcli.Versions (the four releases at once), runs the operator as a process authenticating with a TokenRequest token
-// of its ServiceAccount bound to a Pod of its Deployment (no
-// impersonation), and uninstalls the release with `helm uninstall`, which
-// deletes everything at once while the operator's cleanup of its Widgets
-// takes 95 s.
+// each of helmcli.Versions (the four releases at once), runs the operator
+// as a process authenticating with a TokenRequest token of its
+// ServiceAccount bound to a Pod of its Deployment (no impersonation), and
+// uninstalls the release with `helm uninstall`, which deletes everything
+// at once while the operator's cleanup of its Widgets takes 95 s.
 //
 // With the chart's Teardown, the operator finalizes every Widget with its
 // own token, every request succeeding, the last ones after the 90 s mark,
