@@ -16,8 +16,9 @@ import (
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 )
 
-// Version is the Helm client run where one is enough (the sriov harness,
-// the doctor and orphans scenarios): the last of Helm 3.
+// Version is the Helm client run where a test runs one: the demo, and
+// the paths of the real-operator harnesses that do not name another
+// (docs/compatibility.md, "Helm clients"). The last of Helm 3.
 const Version = V3
 
 // The Helm clients built and run: the newest of Helm 4 and the last of
@@ -27,20 +28,22 @@ const (
 	V3 = "v3.22.0"
 )
 
-// Versions are the Helm clients the Helm protection tests run with.
+// Versions are the Helm clients the Helm suites run with, each test once
+// per version in a subtest named after it (docs/compatibility.md, "Helm
+// clients").
 var Versions = []string{V4, V3}
+
+// Major is version's major version: "v4" of "v4.3.2". It names what a
+// test makes per client where a version's dots cannot go (a namespace).
+func Major(version string) string {
+	major, _, _ := strings.Cut(version, ".")
+	return major
+}
 
 // module is the Go module major path helm is built from at version, as
 // its cmd/helm lives under helm.sh/helm/vN.
 func module(version string) string {
-	major, _, _ := strings.Cut(version, ".")
-	return "helm.sh/helm/" + major
-}
-
-// Ensure returns the path of a helm binary built from helm.sh/helm/v3 at
-// Version into cacheDir (EnsureVersion).
-func Ensure(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
-	return EnsureVersion(ctx, cacheDir, Version, progress)
+	return "helm.sh/helm/" + Major(version)
 }
 
 // EnsureVersion returns the path of a helm binary built from its module

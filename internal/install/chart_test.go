@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,13 +31,16 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
 var (
 	cluster *localcluster.Cluster
-	helm    string
+	// helms are the real helm clients, one of each of helmcli.Versions,
+	// built once into the cache.
+	helms map[string]string
 )
 
 func TestMain(m *testing.M) {
@@ -46,7 +50,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		if helm, err = doctortest.EnsureHelm(context.Background(), cache); err != nil {
+		if helms, err = doctortest.EnsureHelms(context.Background(), cache); err != nil {
 			fmt.Fprintln(os.Stderr, "building helm:", err)
 			return 1
 		}
@@ -127,11 +131,24 @@ func installed(t *testing.T, image string) map[string]map[string]any {
 	return decode(t, b.String())
 }
 
+// eachHelm runs test once per helmcli.Versions, in a subtest named after
+// the version, with that helm.
+func eachHelm(t *testing.T, test func(t *testing.T, helm string)) {
+	for _, version := range helmcli.Versions {
+		t.Run(version, func(t *testing.T) { test(t, helms[version]) })
+	}
+}
+
 // TestThreeInstallPathsProduceTheSameObjects compares `teardown install
-// --dry-run`, the Helm chart and kustomize's config/default, object by
-// object. Only the Namespace differs: Helm's --create-namespace owns it;
-// and the chart's uninstall hook is left out of the comparison.
+// --dry-run`, the Helm chart (rendered by each of helmcli.Versions) and
+// kustomize's config/default, object by object. Only the Namespace
+// differs: Helm's --create-namespace owns it; and the chart's uninstall
+// hook is left out of the comparison.
 func TestThreeInstallPathsProduceTheSameObjects(t *testing.T) {
+	eachHelm(t, threeInstallPathsProduceTheSameObjects)
+}
+
+func threeInstallPathsProduceTheSameObjects(t *testing.T, helm string) {
 	want := installed(t, "teardown:test")
 	withoutNamespace := map[string]map[string]any{}
 	for k, v := range want {
@@ -160,8 +177,13 @@ func TestThreeInstallPathsProduceTheSameObjects(t *testing.T) {
 // install --grant secrets,configmaps,example.com/foos`, of the chart with
 // those grants in its values, and of the kustomize example
 // examples/kustomize-grants; and what each path renders besides it is what
-// it renders without grants.
+// it renders without grants. The chart is rendered by each of
+// helmcli.Versions.
 func TestGrantsAreTheSameOnEveryPath(t *testing.T) {
+	eachHelm(t, grantsAreTheSameOnEveryPath)
+}
+
+func grantsAreTheSameOnEveryPath(t *testing.T, helm string) {
 	objs, err := install.Objects(install.Options{Grants: install.Grants{Patch: []string{"secrets", "configmaps", "example.com/foos"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -194,28 +216,36 @@ func TestGrantsAreTheSameOnEveryPath(t *testing.T) {
 }
 
 // TestChartInstallsEnforcesAndUninstallsClean installs the chart with a
-// real helm, checks the lien policy is enforced, and uninstalls it. The
-// local control plane runs no kubelet, so the test plays the pre-delete
-// hook's Job: it runs `teardown uninstall --policies-only` as the Job's
+// real helm, each of helmcli.Versions, checks the lien policy is enforced,
+// and uninstalls it. The local control plane runs no kubelet, so the test
+// plays the pre-delete hook's Job: it runs `teardown uninstall --policies-only` as the Job's
 // service account (so the hook's RBAC is what is tested) and reports the
 // Job complete. When the hook is done, the policies are gone and a
 // lien-labelled object is deletable while the rest of the chart (the
 // Deployment, the policy parameters) is still there: Helm deletes that
 // only after the hook.
 func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
+	eachHelm(t, chartInstallsEnforcesAndUninstallsClean)
+}
+
+func chartInstallsEnforcesAndUninstallsClean(t *testing.T, helm string) {
 	ctx := context.Background()
 	kubeconfig := cluster.KubeconfigPath()
+	cs, err := kubernetes.NewForConfig(cluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	rendered := run(t, nil, helm, "template", "teardown", "charts/teardown", "-n", install.Namespace, "--include-crds")
-	run(t, strings.NewReader(rendered), "kubectl", "--kubeconfig", kubeconfig, "create", "namespace", install.Namespace)
+	// helm uninstall leaves the namespace (it did not create it): the
+	// next version's run finds it.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: install.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	// A server-side dry run cannot know the Trust before its CRD exists
 	// (helm install applies crds/ first): every other object is checked.
 	run(t, strings.NewReader(withoutKind(rendered, "Trust")), "kubectl", "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")
 	run(t, nil, helm, "--kubeconfig", kubeconfig, "install", "teardown", "charts/teardown", "-n", install.Namespace)
 
-	cs, err := kubernetes.NewForConfig(cluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	kept, dryRunDelete := keptConfigMap(t, cs)
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -52,11 +52,11 @@ const (
 var widgets = []string{"w1", "w2", "w3"}
 
 // TestOperatorUninstall installs an operator's chart with the real helm,
-// runs the operator as a process authenticating with a TokenRequest token
-// of its ServiceAccount bound to a Pod of its Deployment (no
-// impersonation), and uninstalls the release with `helm uninstall`, which
-// deletes everything at once while the operator's cleanup of its Widgets
-// takes 95 s.
+// each of helmcli.Versions (the four releases at once), runs the operator
+// as a process authenticating with a TokenRequest token of its
+// ServiceAccount bound to a Pod of its Deployment (no impersonation), and
+// uninstalls the release with `helm uninstall`, which deletes everything
+// at once while the operator's cleanup of its Widgets takes 95 s.
 //
 // With the chart's Teardown, the operator finalizes every Widget with its
 // own token, every request succeeding, the last ones after the 90 s mark,
@@ -65,9 +65,17 @@ var widgets = []string{"w1", "w2", "w3"}
 // RBAC and ServiceAccount (403, 401) and the Widgets keep their finalizer.
 func TestOperatorUninstall(t *testing.T) {
 	ctx, k := startTeardown(t)
-	helm := ensureHelmVersion(t, helmcli.Version)
 	bin := buildWidgetOperator(t)
+	for _, version := range helmcli.Versions {
+		helm := ensureHelmVersion(t, version)
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			operatorUninstall(ctx, t, k, helm, bin)
+		})
+	}
+}
 
+func operatorUninstall(ctx context.Context, t *testing.T, k client.Client, helm, bin string) {
 	t.Run("with the Teardown", func(t *testing.T) {
 		t.Parallel()
 		r := installWidgets(ctx, t, k, helm, bin, true)

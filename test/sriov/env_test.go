@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 )
 
@@ -15,19 +16,31 @@ const (
 	release = harness.Release
 )
 
-// newEnv is the harness on the package's control plane, helm and kubectl
-// acting with kubeconfig (the admin's when empty), with a snapshot of the
-// cluster before anything is installed. At the end of the test its
-// processes are stopped (their logs shown if it failed), then what the
-// test left is removed.
+// helmUninstallHelm is the Helm client of the `helm uninstall` paths:
+// Helm 4. The other paths run helmcli.Version, Helm 3, so that both run
+// the real operator without the package running twice
+// (docs/compatibility.md, "Helm clients").
+const helmUninstallHelm = helmcli.V4
+
+// newEnv is the harness on the package's control plane, helm (Helm 3,
+// helmcli.Version) and kubectl acting with kubeconfig (the admin's when
+// empty), with a snapshot of the cluster before anything is installed. At
+// the end of the test its processes are stopped (their logs shown if it
+// failed), then what the test left is removed.
 func newEnv(ctx context.Context, t *testing.T, kubeconfig string) (*harness.Env, map[string]harness.Object) {
+	t.Helper()
+	return newEnvHelm(ctx, t, kubeconfig, helmcli.Version)
+}
+
+// newEnvHelm is newEnv with helm at helmVersion.
+func newEnvHelm(ctx context.Context, t *testing.T, kubeconfig, helmVersion string) (*harness.Env, map[string]harness.Object) {
 	t.Helper()
 	if kubeconfig == "" {
 		kubeconfig = cluster.KubeconfigPath()
 	}
 	e, err := harness.New(ctx, harness.Options{
 		Config: cfg, Kubeconfig: kubeconfig, Services: cluster, Dir: t.TempDir(),
-		Progress: os.Stderr, Log: t.Logf,
+		HelmVersion: helmVersion, Progress: os.Stderr, Log: t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)

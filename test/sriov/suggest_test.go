@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/teardown-dev/teardown/internal/cli/demo"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 	"github.com/teardown-dev/teardown/internal/testenv"
 )
@@ -73,12 +74,12 @@ func TestSuggestedPlan(t *testing.T) {
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
-		e := installAndApplySuggestion(ctx, t, *record)
+		e := installAndApplySuggestion(ctx, t, helmUninstallHelm, *record)
 		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown")
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
-		e := installAndApplySuggestion(ctx, t, "")
+		e := installAndApplySuggestion(ctx, t, helmcli.Version, "")
 		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown")
 	})
 }
@@ -89,16 +90,16 @@ type suggestedEnv struct {
 }
 
 // installAndApplySuggestion installs the operator without a plan, as
-// helm-user; records the cluster into recordDir when it is set; runs
+// helm-user with helm at helmVersion; records the cluster into recordDir when it is set; runs
 // `teardown suggest --release ... -o values` and applies its output
 // unchanged with helm upgrade; returns once the plan is armed.
-func installAndApplySuggestion(ctx context.Context, t *testing.T, recordDir string) suggestedEnv {
+func installAndApplySuggestion(ctx context.Context, t *testing.T, helmVersion, recordDir string) suggestedEnv {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := harness.WriteUserKubeconfig(cfg, "helm-user", kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	e, before := newEnv(ctx, t, kubeconfig)
+	e, before := newEnvHelm(ctx, t, kubeconfig, helmVersion)
 	e.PlanName = suggestedPlan
 	install(ctx, t, e)
 	if recordDir != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/teardown-dev/teardown/internal/cli/demo"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 )
 
@@ -38,12 +39,12 @@ func TestUninstallWithTeardown(t *testing.T) {
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
-		e, before := installWithPlan(ctx, t)
+		e, before := installWithPlan(ctx, t, helmUninstallHelm)
 		pathHelmUninstall(ctx, t, e, before, "the Teardown")
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
-		e, before := installWithPlan(ctx, t)
+		e, before := installWithPlan(ctx, t, helmcli.Version)
 		pathDeleteNamespace(ctx, t, e, before, "the Teardown")
 	})
 }
@@ -114,15 +115,16 @@ var helmUninstallWithTeardownLeftovers = sorted(chartCRDs, []string{
 	"serviceaccounts sriov-network-operator/default",
 })
 
-// installWithPlan installs the operator with the plan, as helm-user, and
-// returns once the plan is armed, with a snapshot of the cluster before.
-func installWithPlan(ctx context.Context, t *testing.T) (*harness.Env, map[string]harness.Object) {
+// installWithPlan installs the operator with the plan, as helm-user with
+// helm at helmVersion, and returns once the plan is armed, with a snapshot
+// of the cluster before.
+func installWithPlan(ctx context.Context, t *testing.T, helmVersion string) (*harness.Env, map[string]harness.Object) {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := harness.WriteUserKubeconfig(cfg, "helm-user", kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	e, before := newEnv(ctx, t, kubeconfig)
+	e, before := newEnvHelm(ctx, t, kubeconfig, helmVersion)
 	installAsDocumented(ctx, t, e)
 	if err := e.WaitArmed(ctx); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("helm uninstall", func(t *testing.T) {
-		e, before := newEnv(ctx, t, "")
+		e, before := newEnvHelm(ctx, t, "", helmUninstallHelm)
 		install(ctx, t, e)
 
 		r, codes := helmUninstall(ctx, t, e)

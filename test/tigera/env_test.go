@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	sriov "github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 	"github.com/teardown-dev/teardown/internal/tigeraoperator/harness"
 )
@@ -16,18 +17,31 @@ const (
 	release = harness.Release
 )
 
-// newEnv is the harness on the package's control plane, helm and kubectl
-// acting with kubeconfig (the admin's when empty), with a snapshot of the
-// cluster before anything is installed. At the end of the test the
-// operator is stopped (its log shown if the test failed), then what the
-// test left is removed.
+// deleteNamespaceHelm is the Helm client that installs the operator on
+// the `kubectl delete ns` paths: Helm 4. The `helm uninstall` paths run
+// helmcli.Version, Helm 3; test/sriov crosses them, so that each path and
+// each client runs a real operator without either package running twice
+// (docs/compatibility.md, "Helm clients").
+const deleteNamespaceHelm = helmcli.V4
+
+// newEnv is the harness on the package's control plane, helm (Helm 3,
+// helmcli.Version) and kubectl acting with kubeconfig (the admin's when
+// empty), with a snapshot of the cluster before anything is installed. At
+// the end of the test the operator is stopped (its log shown if the test
+// failed), then what the test left is removed.
 func newEnv(ctx context.Context, t *testing.T, kubeconfig string) (*harness.Env, map[string]sriov.Object) {
+	t.Helper()
+	return newEnvHelm(ctx, t, kubeconfig, helmcli.Version)
+}
+
+// newEnvHelm is newEnv with helm at helmVersion.
+func newEnvHelm(ctx context.Context, t *testing.T, kubeconfig, helmVersion string) (*harness.Env, map[string]sriov.Object) {
 	t.Helper()
 	if kubeconfig == "" {
 		kubeconfig = cluster.KubeconfigPath()
 	}
 	e, err := harness.New(ctx, harness.Options{
-		Config: cfg, Kubeconfig: kubeconfig, Dir: t.TempDir(), Progress: os.Stderr, Log: t.Logf,
+		Config: cfg, Kubeconfig: kubeconfig, Dir: t.TempDir(), HelmVersion: helmVersion, Progress: os.Stderr, Log: t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/teardown-dev/teardown/internal/cli/demo"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 	sriov "github.com/teardown-dev/teardown/internal/sriovoperator/harness"
 	"github.com/teardown-dev/teardown/internal/tigeraoperator/harness"
 )
@@ -59,7 +60,7 @@ func TestUninstallWithTeardown(t *testing.T) {
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
-		e, before := installWithPlan(ctx, t)
+		e, before := installWithPlanHelm(ctx, t, deleteNamespaceHelm)
 
 		line := documentedCommand(t, "kubectl delete ns ")
 		r := e.Shell(3*time.Minute, "", line)
@@ -99,11 +100,17 @@ var deleteNamespaceWithTeardownLeftovers = chartCRDs
 // snapshot of the cluster before.
 func installWithPlan(ctx context.Context, t *testing.T) (*harness.Env, map[string]sriov.Object) {
 	t.Helper()
+	return installWithPlanHelm(ctx, t, helmcli.Version)
+}
+
+// installWithPlanHelm is installWithPlan with helm at helmVersion.
+func installWithPlanHelm(ctx context.Context, t *testing.T, helmVersion string) (*harness.Env, map[string]sriov.Object) {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := sriov.WriteUserKubeconfig(cfg, "helm-user", kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	e, before := newEnv(ctx, t, kubeconfig)
+	e, before := newEnvHelm(ctx, t, kubeconfig, helmVersion)
 	installAsDocumented(ctx, t, e)
 	if err := e.WaitArmed(ctx, harness.Plan); err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
-		e, before := newEnv(ctx, t, "")
+		e, before := newEnvHelm(ctx, t, "", deleteNamespaceHelm)
 		install(ctx, t, e)
 
 		r := e.Command(2*time.Minute, "kubectl", "delete", "ns", ns)

@@ -17,6 +17,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/internal/cli/orphans"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 )
 
 // writeChart writes a chart that renders a namespaced ConfigMap and a
@@ -79,9 +80,16 @@ func find(list []orphans.Orphan, kind, name string) *orphans.Orphan {
 	return nil
 }
 
-// The leftover of the helm-operator namespace race: a real helm installs a
-// chart with a cluster-scoped object into a namespace that is then deleted.
+// The leftover of the helm-operator namespace race: a real helm, each of
+// helmcli.Versions, installs a chart with a cluster-scoped object into a
+// namespace that is then deleted.
 func TestOrphansAfterHelmReleaseNamespaceDeleted(t *testing.T) {
+	for _, version := range helmcli.Versions {
+		t.Run(version, func(t *testing.T) { orphansAfterHelmReleaseNamespaceDeleted(t, helms[version]) })
+	}
+}
+
+func orphansAfterHelmReleaseNamespaceDeleted(t *testing.T, helm string) {
 	const ns = "helm-home"
 	ctx := context.Background()
 	code, out := run(t, "orphans", "-A", "-o", "json")
@@ -90,7 +98,7 @@ func TestOrphansAfterHelmReleaseNamespaceDeleted(t *testing.T) {
 	}
 
 	env.CreateNamespace(t, ns, nil)
-	env.Helm(t, helm, "install", "myfoo", writeChart(t), "-n", ns, "--wait=false")
+	env.Helm(t, helm, "install", "myfoo", writeChart(t), "-n", ns)
 	role := ns + "-myfoo-foo"
 	t.Cleanup(func() { _ = env.Kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{}) })
 

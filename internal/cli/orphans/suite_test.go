@@ -13,14 +13,16 @@ import (
 )
 
 var (
-	env  *doctortest.Env
-	helm string // a real helm client, built once into the cache
+	env *doctortest.Env
+	// helms are the real helm clients, one of each of helmcli.Versions,
+	// built once into the cache.
+	helms map[string]string
 )
 
 func TestMain(m *testing.M) {
 	cache, err := localcluster.DefaultCacheDir()
 	if err == nil {
-		helm, err = doctortest.EnsureHelm(context.Background(), cache)
+		helms, err = doctortest.EnsureHelms(context.Background(), cache)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,21 +19,29 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/cmdutil"
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
+	"github.com/teardown-dev/teardown/internal/helmcli"
 )
 
-// TestHelmPreDeleteHook installs examples/helm-hook with a real helm and
-// uninstalls it. The local control plane runs no kubelet, so the test plays
-// the hook's Job: it runs `teardown run` with the Job's plan, as the Job's
-// service account (so the chart's RBAC is what is tested), and reports the
-// Job complete. helm uninstall then finishes, and the plan's objects are gone.
+// TestHelmPreDeleteHook installs examples/helm-hook with a real helm, each
+// of helmcli.Versions, and uninstalls it. The local control plane runs no
+// kubelet, so the test plays the hook's Job: it runs `teardown run` with
+// the Job's plan, as the Job's service account (so the chart's RBAC is what
+// is tested), and reports the Job complete. helm uninstall then finishes,
+// and the plan's objects are gone.
 func TestHelmPreDeleteHook(t *testing.T) {
-	ctx := context.Background()
-	helm, err := doctortest.EnsureHelm(ctx, env.CacheDir)
+	helms, err := doctortest.EnsureHelms(context.Background(), env.CacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env.EnsureWidgetCRD(t)
-	const ns, release = "hook-home", "demo"
+	for _, version := range helmcli.Versions {
+		t.Run(version, func(t *testing.T) { helmPreDeleteHook(t, helms[version], "hook-home-"+helmcli.Major(version)) })
+	}
+}
+
+func helmPreDeleteHook(t *testing.T, helm, ns string) {
+	ctx := context.Background()
+	const release = "demo"
 	env.CreateNamespace(t, ns, nil)
 	_, file, _, _ := runtime.Caller(0)
 	chart := filepath.Join(filepath.Dir(file), "..", "..", "..", "examples", "helm-hook")

@@ -79,6 +79,9 @@ type Options struct {
 	// Dir holds what the harness writes: values, the processes'
 	// kubeconfigs and logs, helm's own directories. The caller removes it.
 	Dir string
+	// HelmVersion is the Helm client helm is (one of helmcli.Versions);
+	// empty is helmcli.Version.
+	HelmVersion string
 	// Progress gets the progress lines of a first build; nil shows none.
 	Progress io.Writer
 	// Log gets what each command and process did; nil logs nothing.
@@ -104,8 +107,13 @@ type Env struct {
 }
 
 // Tools builds (cached across runs: at once after the first time) the
-// operator and helm, reporting a first build's progress.
+// operator and helm (helmcli.Version), reporting a first build's progress.
 func Tools(ctx context.Context, progress io.Writer) (sriovoperator.Release, string, error) {
+	return tools(ctx, helmcli.Version, progress)
+}
+
+// tools is Tools with helm at helmVersion.
+func tools(ctx context.Context, helmVersion string, progress io.Writer) (sriovoperator.Release, string, error) {
 	cache, err := localcluster.DefaultCacheDir()
 	if err != nil {
 		return sriovoperator.Release{}, "", err
@@ -114,7 +122,7 @@ func Tools(ctx context.Context, progress io.Writer) (sriovoperator.Release, stri
 	if err != nil {
 		return sriovoperator.Release{}, "", err
 	}
-	helm, err := helmcli.Ensure(ctx, cache, progress)
+	helm, err := helmcli.EnsureVersion(ctx, cache, helmVersion, progress)
 	if err != nil {
 		return sriovoperator.Release{}, "", err
 	}
@@ -129,7 +137,10 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 	// The Pods it makes from the chart's templates draw deprecation
 	// warnings (node-role.kubernetes.io/master): not printed.
 	opts.Config = Quiet(opts.Config)
-	rel, helm, err := Tools(ctx, opts.Progress)
+	if opts.HelmVersion == "" {
+		opts.HelmVersion = helmcli.Version
+	}
+	rel, helm, err := tools(ctx, opts.HelmVersion, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +158,7 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 			return nil, fmt.Errorf("creating namespace %s: %w", n, err)
 		}
 	}
+	opts.Log("helm %s: %s", opts.HelmVersion, helm)
 	return &Env{Rel: rel, Helm: helm, Kube: kube, Dyn: dyn, opts: opts}, nil
 }
 

@@ -68,6 +68,9 @@ type Options struct {
 	// process's kubeconfig and log, helm's own directories. The caller
 	// removes it.
 	Dir string
+	// HelmVersion is the Helm client helm is (one of helmcli.Versions);
+	// empty is helmcli.Version.
+	HelmVersion string
 	// Progress gets the progress lines of a first build; nil shows none.
 	Progress io.Writer
 	// Log gets what each command and process did; nil logs nothing.
@@ -87,8 +90,13 @@ type Env struct {
 }
 
 // Tools builds (cached across runs: at once after the first time) the
-// operator and helm, reporting a first build's progress.
+// operator and helm (helmcli.Version), reporting a first build's progress.
 func Tools(ctx context.Context, progress io.Writer) (tigeraoperator.Release, string, error) {
+	return tools(ctx, helmcli.Version, progress)
+}
+
+// tools is Tools with helm at helmVersion.
+func tools(ctx context.Context, helmVersion string, progress io.Writer) (tigeraoperator.Release, string, error) {
 	cache, err := localcluster.DefaultCacheDir()
 	if err != nil {
 		return tigeraoperator.Release{}, "", err
@@ -97,7 +105,7 @@ func Tools(ctx context.Context, progress io.Writer) (tigeraoperator.Release, str
 	if err != nil {
 		return tigeraoperator.Release{}, "", err
 	}
-	helm, err := helmcli.Ensure(ctx, cache, progress)
+	helm, err := helmcli.EnsureVersion(ctx, cache, helmVersion, progress)
 	if err != nil {
 		return tigeraoperator.Release{}, "", err
 	}
@@ -113,7 +121,10 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 		opts.Log = func(string, ...any) {}
 	}
 	opts.Config = sriov.Quiet(opts.Config)
-	rel, helm, err := Tools(ctx, opts.Progress)
+	if opts.HelmVersion == "" {
+		opts.HelmVersion = helmcli.Version
+	}
+	rel, helm, err := tools(ctx, opts.HelmVersion, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +140,7 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating node %s: %w", node, err)
 	}
+	opts.Log("helm %s: %s", opts.HelmVersion, helm)
 	return &Env{Rel: rel, Helm: helm, Kube: kube, Dyn: dyn, opts: opts}, nil
 }
 

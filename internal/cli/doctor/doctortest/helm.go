@@ -15,13 +15,19 @@ import (
 	"github.com/teardown-dev/teardown/internal/helmcli"
 )
 
-// HelmVersion is the real Helm client the orphans scenario installs with.
-const HelmVersion = helmcli.Version
-
-// EnsureHelm returns the path of a helm binary built from helm.sh/helm/v3
-// at HelmVersion into cacheDir (helmcli.Ensure, progress on stderr).
-func EnsureHelm(ctx context.Context, cacheDir string) (string, error) {
-	return helmcli.Ensure(ctx, cacheDir, os.Stderr)
+// EnsureHelms returns the path of a helm binary of each of
+// helmcli.Versions, built once into cacheDir (helmcli.EnsureVersion,
+// progress on stderr), keyed by version.
+func EnsureHelms(ctx context.Context, cacheDir string) (map[string]string, error) {
+	helms := map[string]string{}
+	for _, v := range helmcli.Versions {
+		bin, err := helmcli.EnsureVersion(ctx, cacheDir, v, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		helms[v] = bin
+	}
+	return helms, nil
 }
 
 // Helm runs the helm binary against the control plane, with its own
