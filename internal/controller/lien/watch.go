@@ -155,14 +155,16 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 }
 
 // follow watches, while o names them, the objects of each kind its
-// protect and heldBy entries name in the namespace they reach: one watch
-// per kind and namespace, shared by every lien that names them there (the
-// cache counts its users), whatever their names and selectors; the events
-// are routed to the liens in memory (requestsFor). So the WATCHes and
-// goroutines grow with the kinds and namespaces protected, not with lien
-// entries: 40 liens of 32 entries each in one namespace, naming
-// ConfigMaps, are one watch (it was one per entry, about 1,000). Bad input
-// selects nothing.
+// protect and heldBy entries name in the namespace they reach, on the
+// source (metacache.Source.Follow): one watch per kind and namespace while
+// the liens of one kind reach at most metacache.WideAt namespaces of it,
+// one cluster-wide watch of the kind past that, shared by every lien and
+// entry naming the kind whatever their names and selectors; the events are
+// routed to the liens in memory (requestsFor). So the WATCHes and
+// goroutines grow with the kinds protected, not with liens, entries or
+// namespaces: 40 liens of 32 entries each in one namespace, naming
+// ConfigMaps, are one watch (it was one per entry, about 1,000), and
+// liens of one kind in 100 namespaces one. Bad input selects nothing.
 func (r *Reconciler) follow(o object) error {
 	protect, heldBy, _, _ := o.spec()
 	var sels []metacache.Selection

@@ -252,6 +252,17 @@ func (c *Cache) Keys() []Key {
 	return slices.SortedFunc(maps.Keys(c.informers), compareKeys)
 }
 
+// Users is how many users hold the informer of k (0: none runs): each is
+// one event handler, two goroutines of client-go's.
+func (c *Cache) Users(k Key) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.informers[k]; s != nil {
+		return s.users
+	}
+	return 0
+}
+
 func compareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
 
 // Manager is the part of a controller manager that runs a cache.

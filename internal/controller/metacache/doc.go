@@ -9,7 +9,10 @@
 // selector matches are not held at all: the dependents controller watches
 // its dependents by the `teardown.dev/owned` label and its owners by
 // `teardown.dev/owner`, the lien controller the objects carrying
-// `teardown.dev/lien` and what each lien names.
+// `teardown.dev/lien` and what each lien names. What a controller's
+// objects name (Source.Follow) is watched once per resource, however
+// many objects name it: per namespace while they name few namespaces,
+// cluster-wide past WideAt, so WATCHes grow with the kinds named only.
 //
 // Each copy is trimmed (Trim) to the fields teardown's controllers read:
 // name, namespace, UID, resourceVersion, deletionTimestamp, finalizers and

@@ -2,13 +2,16 @@ package metacache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,17 +26,49 @@ type Requests func(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1
 // each of its objects names (Follow: while that object names it), and
 // turns each event into Requests. The controller reads live what it acts
 // on: the source delivers events only.
+//
+// What its objects follow is watched once per resource and selector,
+// whichever objects follow it: in each namespace they name while they name
+// at most WideAt namespaces of it (cheaper: only those namespaces' objects
+// are held), and past that by one cluster-wide watch, filtered in memory
+// by Requests (spread). So the WATCHes a source holds grow with the kinds
+// its objects name, never with how many objects name them or where.
 type Source struct {
 	cache    *Cache
 	mapper   meta.RESTMapper
 	requests Requests
+	wideAt   int
 
 	mu      sync.Mutex
 	ctx     context.Context
 	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
 	kept    map[Key]*Informer
-	by      map[types.NamespacedName]map[Key]*Informer
+	follows map[types.NamespacedName]map[Key]schema.GroupVersionKind // what each object follows
+	spreads map[Key]*spread                                          // by wide key
 	started chan struct{}
+}
+
+// WideAt is how many namespaces of one resource a source's objects may
+// follow before it is watched cluster-wide (NewSource's default). Below it
+// a watch per namespace holds only the objects of those namespaces; past
+// it the one watch holds every object of the resource, trimmed (Trim:
+// under 2 KiB each, docs/benchmarks.md section 4), instead of up to WideAt WATCHes on kube-apiserver.
+const WideAt = 8
+
+// spread is the watches of one resource and selector (its wide key: the
+// namespace left empty) that a source's objects follow, and in which
+// namespaces. It goes wide past wideAt namespaces, and back to one watch
+// per namespace only at half that (so a count going up and down by one
+// around the threshold does not start and stop watches). A switch starts
+// the new watches first and stops the old ones once the new have synced,
+// so no event is lost in between (the new watches' first list delivers
+// every object as an Add).
+type spread struct {
+	gvk       schema.GroupVersionKind
+	followers map[string]int // namespace ("" for every namespace) -> objects following it
+	wide      bool
+	running   map[Key]*Informer
+	waiting   bool // a goroutine waits for the wanted watches to sync
 }
 
 // Selection is what one of a controller's objects names: the objects of
@@ -46,12 +81,20 @@ type Selection struct {
 	Labels    string
 }
 
-// NewSource returns a source on c, resolving kinds with mapper.
+// NewSource returns a source on c, resolving kinds with mapper; it goes
+// wide past WideAt namespaces of a resource.
 func (c *Cache) NewSource(mapper meta.RESTMapper, requests Requests) *Source {
+	return c.NewSourceWideAt(mapper, requests, WideAt)
+}
+
+// NewSourceWideAt is NewSource going wide past wideAt namespaces (0:
+// always wide).
+func (c *Cache) NewSourceWideAt(mapper meta.RESTMapper, requests Requests, wideAt int) *Source {
 	return &Source{
-		cache: c, mapper: mapper, requests: requests,
+		cache: c, mapper: mapper, requests: requests, wideAt: wideAt,
 		kept:    map[Key]*Informer{},
-		by:      map[types.NamespacedName]map[Key]*Informer{},
+		follows: map[types.NamespacedName]map[Key]schema.GroupVersionKind{},
+		spreads: map[Key]*spread{},
 		started: make(chan struct{}),
 	}
 }
@@ -72,12 +115,12 @@ func (s *Source) Start(ctx context.Context, queue workqueue.TypedRateLimitingInt
 		for _, i := range s.kept {
 			i.Release()
 		}
-		for _, m := range s.by {
-			for _, i := range m {
+		for _, sp := range s.spreads {
+			for _, i := range sp.running {
 				i.Release()
 			}
 		}
-		s.kept, s.by = map[Key]*Informer{}, map[types.NamespacedName]map[Key]*Informer{}
+		s.kept, s.follows, s.spreads = map[Key]*Informer{}, map[types.NamespacedName]map[Key]schema.GroupVersionKind{}, map[Key]*spread{}
 	}()
 	return nil
 }
@@ -137,7 +180,9 @@ func (s *Source) Keep(sel Selection) error {
 // Follow makes what the source watches for obj exactly wanted (nothing:
 // obj is gone). A selection of a kind not served is left out: the caller
 // follows again when it is (a CRD event). A nil source follows nothing
-// (a reconciler built for a test of one reconcile).
+// (a reconciler built for a test of one reconcile). Each resource obj
+// names is then watched as its spread says: what obj adds to or takes
+// from a resource already watched costs no watch.
 func (s *Source) Follow(obj types.NamespacedName, wanted []Selection) error {
 	if s == nil {
 		return nil
@@ -150,33 +195,146 @@ func (s *Source) Follow(obj types.NamespacedName, wanted []Selection) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	have := s.by[obj]
-	next := map[Key]*Informer{}
-	var errs []error
+	had := s.follows[obj]
+	wides := map[Key]bool{}
 	for k, gvk := range keys {
-		if i := have[k]; i != nil {
-			next[k] = i
+		w := wideKey(k)
+		wides[w] = true
+		if _, ok := had[k]; ok {
 			continue
 		}
-		i, err := s.cache.Watch(k, nil, s.handler(gvk))
-		if err != nil {
-			errs = append(errs, err)
+		sp := s.spreads[w]
+		if sp == nil {
+			sp = &spread{gvk: gvk, followers: map[string]int{}, running: map[Key]*Informer{}}
+			s.spreads[w] = sp
+		}
+		sp.followers[k.Namespace]++
+	}
+	for k := range had {
+		if _, ok := keys[k]; ok {
 			continue
 		}
-		next[k] = i
-	}
-	for k, i := range have {
-		if next[k] == nil {
-			i.Release()
+		w := wideKey(k)
+		wides[w] = true
+		if sp := s.spreads[w]; sp != nil {
+			if sp.followers[k.Namespace]--; sp.followers[k.Namespace] <= 0 {
+				delete(sp.followers, k.Namespace)
+			}
 		}
 	}
-	if len(next) == 0 {
-		delete(s.by, obj)
+	if len(keys) == 0 {
+		delete(s.follows, obj)
 	} else {
-		s.by[obj] = next
+		s.follows[obj] = keys
+	}
+	// Every resource obj names is brought in step, not only those it
+	// changed: a watch that failed to start is tried again.
+	var errs []error
+	for w := range wides {
+		if err := s.converge(w); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("following %s: %v", obj, errs)
 	}
 	return nil
+}
+
+// wideKey is k in every namespace.
+func wideKey(k Key) Key {
+	k.Namespace = ""
+	return k
+}
+
+// converge brings the watches of the spread of wide key w in step with its
+// followers: none without followers; the wide watch past wideAt namespaces
+// (or with a follower of every namespace), back to one per namespace at
+// half that; and the watches no longer wanted stopped only once every one
+// wanted has synced (until then a goroutine waits, then converges again).
+// Called with s.mu held.
+func (s *Source) converge(w Key) error {
+	sp := s.spreads[w]
+	if sp == nil {
+		return nil
+	}
+	if len(sp.followers) == 0 {
+		for _, i := range sp.running {
+			i.Release()
+		}
+		delete(s.spreads, w)
+		return nil
+	}
+	_, everywhere := sp.followers[""]
+	switch {
+	case everywhere || len(sp.followers) > s.wideAt:
+		sp.wide = true
+	case len(sp.followers) <= s.wideAt/2:
+		sp.wide = false
+	}
+	want := map[Key]bool{}
+	if sp.wide {
+		want[w] = true
+	} else {
+		for ns := range sp.followers {
+			k := w
+			k.Namespace = ns
+			want[k] = true
+		}
+	}
+	var errs []error
+	synced := true
+	for k := range want {
+		i := sp.running[k]
+		if i == nil {
+			var err error
+			if i, err = s.cache.Watch(k, nil, s.handler(sp.gvk)); err != nil {
+				errs = append(errs, err)
+				synced = false
+				continue
+			}
+			sp.running[k] = i
+		}
+		synced = synced && i.HasSynced()
+	}
+	for k, i := range sp.running {
+		if want[k] {
+			continue
+		}
+		if !synced {
+			s.await(w, sp)
+			break
+		}
+		i.Release()
+		delete(sp.running, k)
+	}
+	return errors.Join(errs...)
+}
+
+// await converges w again once the watches its spread wants have synced,
+// unless the spread is gone (no follower left, or the source stopped)
+// first. One goroutine a spread at most.
+func (s *Source) await(w Key, sp *spread) {
+	if sp.waiting {
+		return
+	}
+	sp.waiting = true
+	go func() {
+		<-s.started
+		_ = wait.PollUntilContextCancel(s.ctx, 100*time.Millisecond, false, func(context.Context) (bool, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.spreads[w] != sp {
+				return true, nil
+			}
+			for _, i := range sp.running {
+				if !i.HasSynced() {
+					return false, nil
+				}
+			}
+			sp.waiting = false
+			_ = s.converge(w) // a failed start is retried by the next Follow
+			return true, nil
+		})
+	}()
 }
