@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/backoff"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
@@ -118,7 +119,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if err := mgr.Add(r.deleted); err != nil {
 		return nil, err
 	}
-	opts := controller.TypedOptions[request]{Reconciler: r, MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	opts := controller.TypedOptions[request]{Reconciler: r, MaxConcurrentReconciles: o.MaxConcurrentReconciles, RateLimiter: backoff.RateLimiter[request]()}
 	if o.SkipNameValidation {
 		opts.SkipNameValidation = &o.SkipNameValidation // else the manager's setting
 	}

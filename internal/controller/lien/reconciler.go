@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/backoff"
 	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/fairqueue"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
@@ -173,7 +173,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 			// Requests take turns by namespace: one tenant's churn cannot
 			// delay another namespace's protection (docs/security.md).
 			NewQueue:    fairqueue.Paced(pacing),
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
+			RateLimiter: backoff.RateLimiter[reconcile.Request](),
 		}).
 		Build(r)
 	if err != nil {

@@ -18,12 +18,14 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/backoff"
 	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/internal/rights"
@@ -133,6 +135,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	_, err = b.
 		Named("teardown").
 		For(&v1alpha1.Teardown{}).
+		WithOptions(controller.Options{RateLimiter: backoff.RateLimiter[reconcile.Request]()}).
 		Watches(&v1alpha1.ClusterLien{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if name := o.GetLabels()[teardown.KeepLabel]; name != "" {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
