@@ -148,12 +148,13 @@ func RemoveAll(ctx context.Context, cfg *rest.Config, before map[string]Object) 
 	if err != nil {
 		return err
 	}
+	var left []string
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		after, err := Snapshot(ctx, cfg)
 		if err != nil {
 			return false, err
 		}
-		left := 0
+		left = nil
 		keys := Leftovers(before, after)
 		// teardown's own objects first: while a plan exists, its
 		// controller puts its finalizers back.
@@ -163,15 +164,20 @@ func RemoveAll(ctx context.Context, cfg *rest.Config, before map[string]Object) 
 			if o.GVR.Resource == "namespaces" && slices.Contains(NetworkNamespaces, o.Name) {
 				continue
 			}
-			left++
 			r := dyn.Resource(o.GVR).Namespace(o.Namespace)
-			_, _ = r.Patch(ctx, o.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null,"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{})
-			_ = r.Delete(ctx, o.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+			what := k
+			if _, err := r.Patch(ctx, o.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null,"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				what += "; patch: " + err.Error()
+			}
+			if err := r.Delete(ctx, o.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
+				what += "; delete: " + err.Error()
+			}
+			left = append(left, what)
 		}
-		return left == 0, nil
+		return len(left) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("removing what the run left: %w", err)
+		return fmt.Errorf("removing what the run left: %w; still there:\n%s", err, strings.Join(left, "\n"))
 	}
 	return nil
 }
