@@ -139,10 +139,11 @@ func Leftovers(before, after map[string]Object) []string {
 }
 
 // RemoveAll deletes what the cluster has that before had not, but
-// NetworkNamespaces and what kube-controller-manager puts in them, removing every finalizer and teardown's lien label
-// first (the admin may change lien markers; no one may delete an object
-// that carries the label), and waits until it is gone: the hand cleanup
-// between two runs, never part of what a run measures.
+// NetworkNamespaces and what kube-controller-manager puts in them (kept),
+// removing every finalizer and teardown's lien label first (the admin may
+// change lien markers; no one may delete an object that carries the
+// label), and waits until it is gone: the hand cleanup between two runs,
+// never part of what a run measures.
 func RemoveAll(ctx context.Context, cfg *rest.Config, before map[string]Object) error {
 	dyn, err := dynamic.NewForConfig(Quiet(cfg))
 	if err != nil {
