@@ -47,7 +47,7 @@ func (d Diagnosis) Blocking() int {
 // Finding is one reason, with the facts behind it and what to do.
 type Finding struct {
 	// Kind is Finalizer, Content, Condition, Lien, APIService, Webhook,
-	// Dependents, Discovery or HelmRelease.
+	// Dependents, Discovery, HelmRelease, NotInForce or OwnerRule.
 	Kind     string   `json:"kind"`
 	Blocking bool     `json:"blocking"`
 	Title    string   `json:"title"`
@@ -89,6 +89,7 @@ func Diagnose(f *Facts) Diagnosis {
 	d.Findings = append(d.Findings, lienFindings(f, []objectRef{{ref: d.Target, arg: kubectlArg(d.Target, obj.GetNamespace()), gk: f.Target.Mapping.GroupVersionKind.GroupKind(), namespace: obj.GetNamespace(), name: obj.GetName(), labels: obj.GetLabels(), annotations: obj.GetAnnotations(), finalizers: obj.GetFinalizers()}}, d.Deleting)...)
 	d.Findings = append(d.Findings, planFindings(f, d.Deleting)...)
 	d.Findings = append(d.Findings, notInForceFindings(f)...)
+	d.Findings = append(d.Findings, ruleFindings(f)...)
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)

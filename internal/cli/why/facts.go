@@ -38,6 +38,9 @@ type Facts struct {
 	// NotInForce is the protection asked for the target that is not in
 	// force (inforce.go).
 	NotInForce NotInForce
+	// RuleOwners are the owners whose fields name the target as their
+	// dependent under an OwnerRule (rules.go).
+	RuleOwners []RuleOwner
 	// Pods are the pods of the target's namespace (for a Pod, a
 	// PersistentVolumeClaim or a Namespace), read in full: their node and
 	// volumes. Nodes are the cluster's nodes, by name, when Pods were read.

@@ -102,7 +102,7 @@ func gatherNotInForce(ctx context.Context, c *resource.Clients, f *Facts) NotInF
 
 	var asks []refused.Request
 	gr := f.Target.Mapping.Resource.GroupResource()
-	if len(doctor.OwnersOf(obj)) > 0 {
+	if len(doctor.OwnersOf(obj)) > 0 || len(boundRules(f.RuleOwners)) > 0 {
 		asks = append(asks, refused.Request{Verb: "delete", Resource: gr, Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	}
 	if _, ok := obj.GetLabels()[dependents.PolicyLabel]; ok {
@@ -197,9 +197,12 @@ func notInForceFindings(f *Facts) []Finding {
 	}
 	for _, req := range f.NotInForce.Missing {
 		fd := Finding{Kind: "NotInForce", Facts: []Fact{{"why not", rights.Missing(req)}}}
-		if req.Verb == "delete" {
+		switch {
+		case req.Verb == "delete" && len(doctor.OwnersOf(f.Object)) == 0:
+			fd.Title = fmt.Sprintf("the binding of %s is not in force: nothing deletes it with its owner", strings.Join(boundRules(f.RuleOwners), ", "))
+		case req.Verb == "delete":
 			fd.Title = "its teardown.dev/owners links are not in force: nothing collects it when its owners are gone"
-		} else {
+		default:
 			fd.Title = "its " + dependents.PolicyLabel + " is not in force: teardown cannot hold the finalizer the policy needs"
 		}
 		fd.Facts = append(fd.Facts, Fact{"asked for", f.NotInForce.ControllerUser})

@@ -56,32 +56,10 @@ type rule struct {
 	stop   context.CancelFunc
 }
 
-// path splits a field path; def when empty.
-func path(p, def string) []string {
-	if p == "" {
-		p = def
-	}
-	return strings.Split(p, ".")
-}
-
 // target is the namespace and name of the dependent owner names; ok is
-// false when it names none (an empty name field, or a namespaced
-// dependent of a cluster-scoped owner without a namespace field).
+// false when it names none (links.RuleDependent).
 func (ru *rule) target(owner *unstructured.Unstructured) (ns, name string, ok bool) {
-	name, _, _ = unstructured.NestedString(owner.Object, path(ru.spec.Dependent.NameFrom, "metadata.name")...)
-	if name == "" {
-		return "", "", false
-	}
-	if !ru.depScoped {
-		return "", name, true
-	}
-	if ru.spec.Dependent.NamespaceFrom != "" {
-		ns, _, _ = unstructured.NestedString(owner.Object, path(ru.spec.Dependent.NamespaceFrom, "")...)
-	}
-	if ns == "" {
-		ns = owner.GetNamespace()
-	}
-	return ns, name, ns != ""
+	return links.RuleDependent(ru.spec.Dependent, owner, ru.depScoped)
 }
 
 // indexByDependent is the rule's owner index function.
@@ -125,13 +103,12 @@ func (ru *rule) check(owner *unstructured.Unstructured) (*metav1.PartialObjectMe
 		what = ru.dep.Resource + " " + name
 	}
 	ownerName := ru.owner.Resource + " " + owner.GetNamespace() + "/" + owner.GetName()
-	created := owner.GetCreationTimestamp()
 	switch {
 	case dep.UID == owner.GetUID():
 		return nil, nil
-	case dep.CreationTimestamp.Before(&created):
+	case links.RuleRefuses(owner, dep):
 		return nil, &refusedDependent{what, fmt.Sprintf("created before its owner %s (%s < %s): a rule never binds an object that was there first",
-			ownerName, dep.CreationTimestamp.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))}
+			ownerName, dep.CreationTimestamp.UTC().Format(time.RFC3339), owner.GetCreationTimestamp().UTC().Format(time.RFC3339))}
 	}
 	return dep, nil
 }

@@ -153,13 +153,45 @@ func New(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	for _, n := range NetworkNamespaces {
-		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating namespace %s: %w", n, err)
+		if err := networkNamespace(ctx, kube, n); err != nil {
+			return nil, err
 		}
 	}
 	opts.Log("helm %s: %s", opts.HelmVersion, helm)
 	return &Env{Rel: rel, Helm: helm, Kube: kube, Dyn: dyn, opts: opts}, nil
+}
+
+// rootCA is the ConfigMap kube-controller-manager puts into every
+// namespace.
+const rootCA = "kube-root-ca.crt"
+
+// networkNamespace creates namespace n (after the deletion of an earlier
+// one, the demo's say, has ended) and returns once kube-controller-manager
+// has put into it what it puts into every namespace (its kube-root-ca.crt
+// ConfigMap and default ServiceAccount), so that a snapshot taken next
+// counts them as there before (RemoveAll).
+func networkNamespace(ctx context.Context, kube kubernetes.Interface, n string) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ns, err := kube.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+			return false, client409(err)
+		case err != nil:
+			return false, err
+		case ns.DeletionTimestamp != nil:
+			return false, nil // a namespace being deleted takes no new objects
+		}
+		if _, err := kube.CoreV1().ConfigMaps(n).Get(ctx, rootCA, metav1.GetOptions{}); err != nil {
+			return false, client404(err)
+		}
+		_, err = kube.CoreV1().ServiceAccounts(n).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, client404(err)
+	})
+	if err != nil {
+		return fmt.Errorf("creating namespace %s, with kube-controller-manager's %s and default ServiceAccount in it: %w", n, rootCA, err)
+	}
+	return nil
 }
 
 // Close stops the processes the Env started and the routing of their
@@ -526,6 +558,13 @@ func poll(p *Process, timeout time.Duration, what string, cond wait.ConditionWit
 		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
 	return nil
+}
+
+func client409(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
 
 func client404(err error) error {

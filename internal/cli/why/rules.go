@@ -1,0 +1,215 @@
+package why
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/pkg/dependents"
+)
+
+var ownerRulesGVR = v1alpha1.GroupVersion.WithResource("ownerrules")
+
+// RuleOwner is an owner whose fields name the target as its dependent
+// under an OwnerRule (docs/owners.md, "Owner rules"): the target carries
+// no link, so only the rules tell that it goes with its owner.
+type RuleOwner struct {
+	// Rule is the OwnerRule's name; Accepted its Accepted condition, nil
+	// before the controller handled the rule.
+	Rule     string
+	Accepted *metav1.Condition
+	// Owner is the owner as resource.group namespace/name; Kind and
+	// Namespace, Name as `teardown why` takes it.
+	Owner, Kind, Namespace, Name string
+	// Held: the owner carries teardown.dev/dependents (the controller saw
+	// the binding). Deleting: since when its deletion was requested.
+	Held     bool
+	Deleting *metav1.Time
+	// Policy is the owner's teardown.dev/deletion-policy label ("" is
+	// Delete); Confirmed, its teardown.dev/confirm-deletion.
+	Policy    string
+	Confirmed bool
+	// Refused: the target was created before its owner, so the rule does
+	// not bind it; Created and OwnerCreated say when each was.
+	Refused               bool
+	Created, OwnerCreated metav1.Time
+}
+
+// gatherRuleOwners reads the OwnerRules whose dependent kind is the
+// target's, and the owners each names the target from, read in full (their
+// fields name the dependent). What cannot be read is left out: why works
+// without teardown installed.
+func gatherRuleOwners(ctx context.Context, c *resource.Clients, f *Facts) []RuleOwner {
+	list, err := c.Dynamic.Resource(ownerRulesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	target := f.Object
+	gvk := f.Target.Mapping.GroupVersionKind
+	namespaced := f.Target.Namespaced()
+	var out []RuleOwner
+	for _, u := range list.Items {
+		var r v1alpha1.OwnerRule
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r) != nil {
+			continue
+		}
+		dgv, err := schema.ParseGroupVersion(r.Spec.Dependent.APIVersion)
+		if err != nil || dgv.Group != gvk.Group || r.Spec.Dependent.Kind != gvk.Kind {
+			continue
+		}
+		if r.Spec.Dependent.Selector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(r.Spec.Dependent.Selector)
+			if err != nil || !sel.Matches(labels.Set(target.GetLabels())) {
+				continue
+			}
+		}
+		ogv, err := schema.ParseGroupVersion(r.Spec.Owner.APIVersion)
+		if err != nil {
+			continue
+		}
+		m, err := c.Mapper.RESTMapping(ogv.WithKind(r.Spec.Owner.Kind).GroupKind(), ogv.Version)
+		if err != nil {
+			continue // not served: the rule's Accepted condition says so
+		}
+		// Without namespaceFrom a namespaced owner names a dependent in
+		// its own namespace: only those owners can name the target.
+		ns := ""
+		if m.Scope.Name() == apimeta.RESTScopeNameNamespace && r.Spec.Dependent.NamespaceFrom == "" {
+			ns = target.GetNamespace()
+		}
+		owners, err := c.Dynamic.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			f.ListFailures[m.Resource.String()] = err.Error()
+			continue
+		}
+		for i := range owners.Items {
+			o := &owners.Items[i]
+			dns, dname, ok := dependents.RuleDependent(r.Spec.Dependent, o, namespaced)
+			if !ok || dns != target.GetNamespace() || dname != target.GetName() || o.GetUID() == target.GetUID() {
+				continue
+			}
+			out = append(out, ruleOwner(&r, m, o, target))
+		}
+	}
+	slices.SortFunc(out, func(a, b RuleOwner) int { return strings.Compare(a.Rule+" "+a.Owner, b.Rule+" "+b.Owner) })
+	return out
+}
+
+func ruleOwner(r *v1alpha1.OwnerRule, m *apimeta.RESTMapping, owner, target *unstructured.Unstructured) RuleOwner {
+	ro := RuleOwner{
+		Rule: r.Name, Accepted: apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.OwnerRuleAccepted),
+		Owner: m.Resource.GroupResource().String() + " " + klogRef(owner.GetNamespace(), owner.GetName()),
+		Kind:  resource.KindRef(m.GroupVersionKind.GroupKind()), Namespace: owner.GetNamespace(), Name: owner.GetName(),
+		Held:     slices.Contains(owner.GetFinalizers(), dependents.Finalizer),
+		Deleting: owner.GetDeletionTimestamp(),
+		Policy:   owner.GetLabels()[dependents.PolicyLabel], Confirmed: dependents.Confirmed(owner),
+		Refused: dependents.RuleRefuses(owner, target),
+		Created: target.GetCreationTimestamp(), OwnerCreated: owner.GetCreationTimestamp(),
+	}
+	if ro.Accepted != nil && ro.Accepted.ObservedGeneration != r.Generation {
+		ro.Accepted = nil // about an earlier spec
+	}
+	return ro
+}
+
+// ruleFindings says, for each owner an OwnerRule names the target from,
+// whether the rule binds the target to it (teardown deletes the target
+// when that owner is deleted), refuses it (created before its owner), or
+// is not in force (not accepted, or not handled yet). They hold nothing.
+func ruleFindings(f *Facts) []Finding {
+	var out []Finding
+	for _, ro := range f.RuleOwners {
+		why := fmt.Sprintf("teardown why %s/%s", ro.Kind, ro.Name)
+		if ro.Namespace != "" {
+			why += " -n " + ro.Namespace
+		}
+		describe := "kubectl describe ownerrule " + ro.Rule
+		rule := Fact{"rule", "OwnerRule " + ro.Rule}
+		owner := Fact{"owner", ro.Owner}
+		switch {
+		case ro.Refused:
+			out = append(out, Finding{Kind: "OwnerRule",
+				Title:  fmt.Sprintf("OwnerRule %s names it as the dependent of %s but does not bind it: it was there before its owner; deleting the owner leaves it", ro.Rule, ro.Owner),
+				Facts:  []Fact{rule, owner, {"created", fmt.Sprintf("%s, its owner %s: a rule never binds an object that was there first", ro.Created.UTC().Format(time.RFC3339), ro.OwnerCreated.UTC().Format(time.RFC3339))}},
+				Advice: []string{describe},
+			})
+		case ro.Accepted == nil:
+			out = append(out, Finding{Kind: "NotInForce",
+				Title:  fmt.Sprintf("OwnerRule %s names it as the dependent of %s but is not in force: deleting the owner does not delete it", ro.Rule, ro.Owner),
+				Facts:  []Fact{rule, owner, {"why not", "teardown's controller has not handled the rule yet: is it running?"}},
+				Advice: []string{describe},
+			})
+		case ro.Accepted.Status != metav1.ConditionTrue:
+			out = append(out, Finding{Kind: "NotInForce",
+				Title:  fmt.Sprintf("OwnerRule %s names it as the dependent of %s but is not in force: deleting the owner does not delete it", ro.Rule, ro.Owner),
+				Facts:  []Fact{rule, owner, {"why not", fmt.Sprintf("Accepted=%s, %s: %s", ro.Accepted.Status, ro.Accepted.Reason, ro.Accepted.Message)}},
+				Advice: []string{"fix the rule as the message says: the controller looks at it again at once", describe},
+			})
+		default:
+			fd := Finding{Kind: "OwnerRule",
+				Title: fmt.Sprintf("OwnerRule %s binds it to its owner %s: %s", ro.Rule, ro.Owner, ruleConsequence(ro)),
+				Facts: []Fact{rule, owner},
+			}
+			switch {
+			case ro.Deleting != nil:
+				fd.Facts = append(fd.Facts, Fact{"state", fmt.Sprintf("the owner is being deleted since %s: teardown deletes this dependent, then lets the owner go", ro.Deleting.UTC().Format(time.RFC3339))})
+			case ro.Held:
+				fd.Facts = append(fd.Facts, Fact{"state", "the owner is held (finalizer " + dependents.Finalizer + ") until this dependent is deleted with it or is gone"})
+			default:
+				fd.Facts = append(fd.Facts, Fact{"state", "the owner is not held yet (no finalizer " + dependents.Finalizer + "): teardown's controller has not seen the binding; is it running?"})
+			}
+			fd.Advice = append(fd.Advice, why, describe)
+			out = append(out, fd)
+		}
+	}
+	return out
+}
+
+// boundRules names the OwnerRules that bind the target (accepted, not
+// refused), as "OwnerRule NAME", once each.
+func boundRules(owners []RuleOwner) []string {
+	var out []string
+	for _, ro := range owners {
+		name := "OwnerRule " + ro.Rule
+		if !ro.Refused && ro.Accepted != nil && ro.Accepted.Status == metav1.ConditionTrue && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// ruleConsequence is what the owner's deletion does to a bound dependent,
+// by the owner's deletion policy.
+func ruleConsequence(ro RuleOwner) string {
+	p, err := dependents.PolicyOf(&metav1.ObjectMeta{Labels: map[string]string{dependents.PolicyLabel: ro.Policy}})
+	if err != nil {
+		return "its owner's " + err.Error() + ": teardown neither deletes nor orphans it"
+	}
+	switch {
+	case p == dependents.PolicyForeground:
+		return "teardown deletes it when that owner is deleted; the owner goes once it is gone"
+	case p == dependents.PolicyOrphan:
+		return "the owner's " + dependents.PolicyLabel + " is Orphan: deleting the owner leaves it"
+	case p == dependents.PolicyOrphanUnlessConfirmed && !ro.Confirmed:
+		return "the owner's " + dependents.PolicyLabel + " is OrphanUnlessConfirmed and the owner lacks " + dependents.ConfirmDeletionAnnotation + "=true: deleting the owner leaves it"
+	}
+	return "teardown deletes it when that owner is deleted, before the owner goes"
+}
+
+func klogRef(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
