@@ -398,15 +398,26 @@ type PlanState struct {
 	Phase        string
 	TriggerLive  bool // the trigger still exists (every plan was triggered)
 	KeepLienLive bool // its keepUntilDone ClusterLien still exists
+	// Unarmed: the trigger's namespace was deleted before the plan was
+	// armed; ArmedReason is its Armed condition's reason.
+	Unarmed     bool
+	ArmedReason string
 }
 
 // CheckPlans checks the plans after convergence: every trigger was
 // deleted, so every plan has Succeeded, its trigger is gone (its finalizer
-// released) and its keepUntilDone ClusterLien is gone.
+// released) and its keepUntilDone ClusterLien is gone. A plan whose
+// trigger went with its namespace before the plan was armed never held
+// it and cannot run: it must say so (Pending, Armed=False with
+// TriggerMissing), not claim to be armed or run.
 func CheckPlans(states []PlanState) []Violation {
 	var out []Violation
 	for _, s := range states {
-		if s.Phase != "Succeeded" {
+		if s.Unarmed {
+			if s.Phase != "Pending" || s.ArmedReason != "TriggerMissing" {
+				out = append(out, Violation{"hang", fmt.Sprintf("plan %s, whose trigger went with its namespace before the plan was armed, is %q with Armed reason %q, not Pending with TriggerMissing", s.Name, s.Phase, s.ArmedReason)})
+			}
+		} else if s.Phase != "Succeeded" {
 			out = append(out, Violation{"hang", fmt.Sprintf("plan %s is %q after its trigger was deleted", s.Name, s.Phase)})
 		}
 		if s.TriggerLive {

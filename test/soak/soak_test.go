@@ -108,7 +108,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	for _, p := range s.plans {
-		if !p.triggered {
+		if !p.triggered && !p.unarmed {
 			s.trigger(p, time.Minute)
 		}
 	}
@@ -152,8 +152,8 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d tamper-tries=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d) namespace-deletions=%d violations=%d elapsed=%s",
-		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.tampers, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, len(s.plans), s.plansSucceeded, s.plansTriggeredMidRun, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
+	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d tamper-tries=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d, namespace deleted before armed %d) namespace-deletions=%d violations=%d elapsed=%s",
+		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.tampers, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, len(s.plans), s.plansSucceeded, s.plansTriggeredMidRun, s.plansUnarmed, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
 	fmt.Println(summary)
 	t.Log(summary)
 	if len(violations) > 0 {
@@ -193,6 +193,11 @@ type planM struct {
 	triggerUID, keptUID     types.UID
 	data                    []types.UID
 	triggered, nsDeleted    bool
+	// unarmed: its trigger's namespace was deleted before the plan was
+	// armed (kube-apiserver refusing the controller's writes, as after a
+	// restart): nothing held the trigger, the plan never runs and must say
+	// why (Armed=False, TriggerMissing).
+	unarmed bool
 }
 
 type soak struct {
@@ -209,7 +214,7 @@ type soak struct {
 	blocked    []blockedObj
 	plans      []*planM
 
-	plansSucceeded, plansTriggeredMidRun int
+	plansSucceeded, plansTriggeredMidRun, plansUnarmed int
 
 	kills, stops, apiRestarts, kcmRestarts, conflicts, failed, nsDeletions int
 
@@ -505,6 +510,14 @@ func (s *soak) deleteNamespace() {
 	}
 	i := s.rng.IntN(len(s.namespaces))
 	ns := s.namespaces[i]
+	// Whether each plan of the namespace is armed is read before the
+	// DELETE: one armed later never held its trigger.
+	armed := map[*planM]bool{}
+	for _, p := range s.plans {
+		if p.ns == ns && !p.triggered && !p.nsDeleted {
+			armed[p] = s.armed(context.Background(), p)
+		}
+	}
 	if err := kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
 		s.fail("deleting namespace", err)
 		return
@@ -519,6 +532,10 @@ func (s *soak) deleteNamespace() {
 	for _, p := range s.plans {
 		if p.ns == ns {
 			p.nsDeleted = true // the namespace deletes the trigger: the plan runs
+			if a, ok := armed[p]; ok && !a {
+				p.unarmed = true
+				s.plansUnarmed++
+			}
 		}
 	}
 	s.newNamespace()
@@ -879,7 +896,13 @@ func (s *soak) planStates(ctx context.Context) ([]PlanState, error) {
 		if phase == "Succeeded" {
 			s.plansSucceeded++
 		}
-		st := PlanState{Name: p.name, Phase: phase}
+		st := PlanState{Name: p.name, Phase: phase, Unarmed: p.unarmed}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Armed" {
+				st.ArmedReason, _ = m["reason"].(string)
+			}
+		}
 		if cm, err := kube.CoreV1().ConfigMaps(p.ns).Get(ctx, p.trigger, metav1.GetOptions{}); err == nil && cm.UID == p.triggerUID {
 			st.TriggerLive = true
 		} else if err != nil && !apierrors.IsNotFound(err) {
