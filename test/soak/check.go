@@ -409,15 +409,17 @@ type PlanState struct {
 // released) and its keepUntilDone ClusterLien is gone. A plan whose
 // trigger went with its namespace before the plan was armed never held
 // it and cannot run: it must say so (Pending, Armed=False with
-// TriggerMissing), not claim to be armed or run.
+// TriggerMissing), unless it armed between the soak's read and the
+// namespace's DELETE and ran (Succeeded).
 func CheckPlans(states []PlanState) []Violation {
 	var out []Violation
 	for _, s := range states {
-		if s.Unarmed {
-			if s.Phase != "Pending" || s.ArmedReason != "TriggerMissing" {
-				out = append(out, Violation{"hang", fmt.Sprintf("plan %s, whose trigger went with its namespace before the plan was armed, is %q with Armed reason %q, not Pending with TriggerMissing", s.Name, s.Phase, s.ArmedReason)})
-			}
-		} else if s.Phase != "Succeeded" {
+		neverHeld := s.Unarmed && s.Phase == "Pending" && s.ArmedReason == "TriggerMissing"
+		switch {
+		case neverHeld:
+		case s.Unarmed && s.Phase != "Succeeded":
+			out = append(out, Violation{"hang", fmt.Sprintf("plan %s, whose trigger went with its namespace before the plan was seen armed, is %q with Armed reason %q: neither Succeeded (armed just in time) nor Pending with TriggerMissing", s.Name, s.Phase, s.ArmedReason)})
+		case s.Phase != "Succeeded":
 			out = append(out, Violation{"hang", fmt.Sprintf("plan %s is %q after its trigger was deleted", s.Name, s.Phase)})
 		}
 		if s.TriggerLive {

@@ -219,10 +219,11 @@ func TestCheckPlans(t *testing.T) {
 		{Name: "leaky", Phase: "Succeeded", KeepLienLive: true},
 		{Name: "never-armed", Phase: "Pending", Unarmed: true, ArmedReason: "TriggerMissing"},
 		{Name: "silent", Phase: "Pending", Unarmed: true, ArmedReason: "AdmissionDenied"},
+		{Name: "just-in-time", Phase: "Succeeded", Unarmed: true},
 	}))
 	want := []string{
 		"finalizer: the keepUntilDone ClusterLien of plan leaky still exists",
-		"hang: plan silent, whose trigger went with its namespace before the plan was armed, is \"Pending\" with Armed reason \"AdmissionDenied\", not Pending with TriggerMissing",
+		"hang: plan silent, whose trigger went with its namespace before the plan was seen armed, is \"Pending\" with Armed reason \"AdmissionDenied\": neither Succeeded (armed just in time) nor Pending with TriggerMissing",
 		"hang: plan stuck is \"Running\" after its trigger was deleted",
 		"hang: the trigger of plan stuck still exists",
 	}

@@ -152,7 +152,7 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d tamper-tries=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d, namespace deleted before armed %d) namespace-deletions=%d violations=%d elapsed=%s",
+	summary := fmt.Sprintf("soak: seed=%d operations=%d faults=%d (controller SIGKILL %d, controller SIGTERM %d, kube-apiserver restarts %d, kube-controller-manager restarts %d) conflicting-writes=%d tamper-tries=%d failed-operations=%d liens=%d (protected objects deleted after release %d) dependents=%d (collected %d) plans=%d (succeeded %d, triggered mid-run %d, namespace deleted before seen armed %d) namespace-deletions=%d violations=%d elapsed=%s",
 		seed, done, s.faults(), s.kills, s.stops, s.apiRestarts, s.kcmRestarts, s.conflicts, s.tampers, s.failed, len(s.liens), protectedGone, len(s.deps), depsGone, len(s.plans), s.plansSucceeded, s.plansTriggeredMidRun, s.plansUnarmed, s.nsDeletions, len(violations), time.Since(started).Round(time.Second))
 	fmt.Println(summary)
 	t.Log(summary)
