@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +138,31 @@ func BuildTeardown(dir string) (string, error) {
 		return "", fmt.Errorf("building teardown: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// TeardownBinary builds cmd/teardown into a temporary directory once per
+// test binary (BuildTeardown) and returns its path, failing t if the
+// build failed.
+func TeardownBinary(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "teardown-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path, built.err = BuildTeardown(dir)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // ClusterMain is the TestMain of a suite that needs the local control plane

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,29 +28,6 @@ var record = flag.String("record", "", "record the installed operator's objects 
 // suggestHeading is the docs' section whose sh block suggests the plan
 // and applies it.
 const suggestHeading = "## Suggesting a plan: `teardown suggest`"
-
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// teardownBinary builds cmd/teardown once for the package.
-func teardownBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "teardown-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary, buildErr = testenv.BuildTeardown(dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
 
 // suggestedPlan is the name `teardown suggest` gives the plan: the
 // Deployment's name and -uninstall.
@@ -121,7 +97,7 @@ func installAndApplySuggestion(ctx context.Context, t *testing.T, helmVersion, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := teardownBinary(t)
+	bin := testenv.TeardownBinary(t)
 	dir := t.TempDir()
 	script := "export PATH=" + filepath.Dir(bin) + ":$PATH CHART=" + e.Rel.Chart() + "\n" + strings.Join(lines, "\n")
 	r := e.Shell(4*time.Minute, dir, script)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,29 +41,6 @@ const (
 	suggestCleanupHeading = "### Once the plan has run"
 	grantsHeading         = "## What teardown's controller needs"
 )
-
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// teardownBinary builds cmd/teardown once for the package.
-func teardownBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "teardown-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary, buildErr = testenv.BuildTeardown(dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
 
 // TestSuggestedPlan is TestUninstallWithTeardown with the plan `teardown
 // suggest` proposes, applied unchanged after a plain install (no
@@ -191,7 +167,7 @@ func installAndApplySuggestion(ctx context.Context, t *testing.T, heading, recor
 	if err := os.CopyFS(filepath.Join(dir, "examples", "tigera-operator"), os.DirFS("../../examples/tigera-operator")); err != nil {
 		t.Fatal(err)
 	}
-	script := "export PATH=" + filepath.Dir(teardownBinary(t)) + ":$PATH\n" + strings.Join(lines, "\n")
+	script := "export PATH=" + filepath.Dir(testenv.TeardownBinary(t)) + ":$PATH\n" + strings.Join(lines, "\n")
 	r := e.Shell(4*time.Minute, dir, script)
 	t.Logf("$ %s\n(exit %d in %s)\n%s", script, r.Code, r.Took.Round(time.Millisecond), r.Out)
 	if r.Code != 0 {
