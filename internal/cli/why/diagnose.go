@@ -90,9 +90,16 @@ func Diagnose(f *Facts) Diagnosis {
 	d.Findings = append(d.Findings, planFindings(f, d.Deleting)...)
 	d.Findings = append(d.Findings, notInForceFindings(f)...)
 	d.Findings = append(d.Findings, ruleFindings(f)...)
+	d.Findings = append(d.Findings, ruleDependentFindings(f)...)
 	d.Findings = append(d.Findings, webhookFindings(f, isNamespace)...)
 
 	related := relatedIndex(f.Related)
+	for _, rd := range f.RuleDependents {
+		ref := klogRef(rd.Namespace, rd.Kind+"/"+rd.Name)
+		if rd.bound() && !slices.Contains(related.byTeardown[obj.GetUID()], ref) {
+			related.byTeardown[obj.GetUID()] = append(related.byTeardown[obj.GetUID()], ref)
+		}
+	}
 	var own []int // the target's Kubernetes-owned finalizer findings
 	for i, fin := range obj.GetFinalizers() {
 		if doctor.KubernetesOwned(fin) {

@@ -41,6 +41,9 @@ type Facts struct {
 	// RuleOwners are the owners whose fields name the target as their
 	// dependent under an OwnerRule (rules.go).
 	RuleOwners []RuleOwner
+	// RuleDependents are the objects the target names as its dependents
+	// under an OwnerRule (rules.go).
+	RuleDependents []RuleDependent
 	// Pods are the pods of the target's namespace (for a Pod, a
 	// PersistentVolumeClaim or a Namespace), read in full: their node and
 	// volumes. Nodes are the cluster's nodes, by name, when Pods were read.

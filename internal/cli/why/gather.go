@@ -95,6 +95,7 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 	f.Plans = doctor.GatherPlans(ctx, c.Dynamic)
 	if !isNamespace {
 		f.RuleOwners = gatherRuleOwners(ctx, c, f)
+		f.RuleDependents = gatherRuleDependents(ctx, c, f)
 		f.NotInForce = gatherNotInForce(ctx, c, f)
 	}
 	if err := gatherPods(ctx, c, f); err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
@@ -212,4 +213,147 @@ func klogRef(ns, name string) string {
 		return name
 	}
 	return ns + "/" + name
+}
+
+// RuleDependent is an object the target names as its dependent under an
+// OwnerRule whose owner kind is the target's: the dependent carries no
+// link, so only the rules tell that it goes before the target.
+type RuleDependent struct {
+	// Rule is the OwnerRule's name; Accepted its Accepted condition, nil
+	// before the controller handled the rule.
+	Rule     string
+	Accepted *metav1.Condition
+	// Dependent is the dependent as resource.group namespace/name; Kind
+	// and Namespace, Name as `teardown why` takes it.
+	Dependent, Kind, Namespace, Name string
+	UID                              types.UID
+	// Deleting: since when the dependent's deletion was requested;
+	// Finalizers, what it waits for then.
+	Deleting   *metav1.Time
+	Finalizers []string
+	// Refused: the dependent was created before the target, so the rule
+	// does not bind it.
+	Refused bool
+}
+
+// bound tells whether the rule is in force and binds the dependent.
+func (rd RuleDependent) bound() bool {
+	return !rd.Refused && rd.Accepted != nil && rd.Accepted.Status == metav1.ConditionTrue
+}
+
+// gatherRuleDependents reads the OwnerRules whose owner kind is the
+// target's, and the dependent each names from the target's fields, as
+// metadata. A dependent that is not there, or that the rule's selector
+// does not match, is left out, and so is what cannot be read.
+func gatherRuleDependents(ctx context.Context, c *resource.Clients, f *Facts) []RuleDependent {
+	list, err := c.Dynamic.Resource(ownerRulesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	gvk := f.Target.Mapping.GroupVersionKind
+	var out []RuleDependent
+	for _, u := range list.Items {
+		var r v1alpha1.OwnerRule
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r) != nil {
+			continue
+		}
+		ogv, err := schema.ParseGroupVersion(r.Spec.Owner.APIVersion)
+		if err != nil || ogv.Group != gvk.Group || r.Spec.Owner.Kind != gvk.Kind {
+			continue
+		}
+		dgv, err := schema.ParseGroupVersion(r.Spec.Dependent.APIVersion)
+		if err != nil {
+			continue
+		}
+		m, err := c.Mapper.RESTMapping(dgv.WithKind(r.Spec.Dependent.Kind).GroupKind(), dgv.Version)
+		if err != nil {
+			continue // not served: the rule's Accepted condition says so
+		}
+		namespaced := m.Scope.Name() == apimeta.RESTScopeNameNamespace
+		ns, name, ok := dependents.RuleDependent(r.Spec.Dependent, f.Object, namespaced)
+		if !ok {
+			continue
+		}
+		dep, err := c.Metadata.Resource(m.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || dep.GetUID() == f.Object.GetUID() {
+			continue
+		}
+		if r.Spec.Dependent.Selector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(r.Spec.Dependent.Selector)
+			if err != nil || !sel.Matches(labels.Set(dep.GetLabels())) {
+				continue
+			}
+		}
+		rd := RuleDependent{
+			Rule: r.Name, Accepted: apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.OwnerRuleAccepted),
+			Dependent: m.Resource.GroupResource().String() + " " + klogRef(ns, name),
+			Kind:      resource.KindRef(m.GroupVersionKind.GroupKind()), Namespace: ns, Name: name, UID: dep.GetUID(),
+			Deleting: dep.GetDeletionTimestamp(), Finalizers: dep.GetFinalizers(),
+			Refused: dependents.RuleRefuses(f.Object, dep),
+		}
+		if rd.Accepted != nil && rd.Accepted.ObservedGeneration != r.Generation {
+			rd.Accepted = nil // about an earlier spec
+		}
+		out = append(out, rd)
+	}
+	slices.SortFunc(out, func(a, b RuleDependent) int { return strings.Compare(a.Rule+" "+a.Dependent, b.Rule+" "+b.Dependent) })
+	return out
+}
+
+// ruleDependentFindings says, for each dependent an OwnerRule names from
+// the target, what deleting the target does to it: the rule binds it
+// (teardown deletes it first; while the target is being deleted, the
+// target waits for it), refuses it (it was there before the target), or
+// is not in force.
+func ruleDependentFindings(f *Facts) []Finding {
+	obj := f.Object
+	deleting := obj.GetDeletionTimestamp() != nil
+	held := slices.Contains(obj.GetFinalizers(), dependents.Finalizer)
+	policy := RuleOwner{Policy: obj.GetLabels()[dependents.PolicyLabel], Confirmed: dependents.Confirmed(obj)}
+	var out []Finding
+	for _, rd := range f.RuleDependents {
+		why := fmt.Sprintf("teardown why %s/%s", rd.Kind, rd.Name)
+		if rd.Namespace != "" {
+			why += " -n " + rd.Namespace
+		}
+		describe := "kubectl describe ownerrule " + rd.Rule
+		rule := Fact{"rule", "OwnerRule " + rd.Rule}
+		dep := Fact{"dependent", rd.Dependent}
+		switch {
+		case rd.Refused:
+			out = append(out, Finding{Kind: "OwnerRule",
+				Title:  fmt.Sprintf("OwnerRule %s names %s as its dependent but does not bind it: it was there before this object; deleting this object leaves it", rd.Rule, rd.Dependent),
+				Facts:  []Fact{rule, dep},
+				Advice: []string{describe},
+			})
+		case !rd.bound():
+			out = append(out, Finding{Kind: "NotInForce",
+				Title:  fmt.Sprintf("OwnerRule %s names %s as its dependent but is not in force: deleting this object does not delete it", rd.Rule, rd.Dependent),
+				Facts:  []Fact{rule, dep},
+				Advice: []string{describe},
+			})
+		default:
+			consequence := ruleConsequence(policy)
+			fd := Finding{Kind: "OwnerRule",
+				Title: fmt.Sprintf("OwnerRule %s binds its dependent %s to it: %s", rd.Rule, rd.Dependent, strings.NewReplacer("that owner", "this object", "the owner's", "this object's", "its owner's", "this object's", "the owner", "this object").Replace(consequence)),
+				Facts: []Fact{rule, dep},
+			}
+			if rd.Deleting != nil {
+				state := "being deleted since " + rd.Deleting.UTC().Format(time.RFC3339)
+				if len(rd.Finalizers) > 0 {
+					state += ", waiting for finalizers " + strings.Join(rd.Finalizers, ", ")
+				}
+				fd.Facts = append(fd.Facts, Fact{"its state", state})
+			}
+			if deleting && held {
+				// The dependent is still there: teardown deletes it, or it
+				// is being deleted, before it releases this object.
+				fd.Blocking = true
+				fd.Title = fmt.Sprintf("OwnerRule %s: this object's deletion waits for its dependent %s to be gone (finalizer %s)", rd.Rule, rd.Dependent, dependents.Finalizer)
+			}
+			fd.Advice = append(fd.Advice, why, describe)
+			out = append(out, fd)
+		}
+	}
+	return out
 }

@@ -107,10 +107,33 @@ func TestWhyNamesTheOwnerRule(t *testing.T) {
 		"[info] the binding of OwnerRule why-widget-configmaps is not in force: nothing deletes it with its owner",
 		"teardown install --grant-delete configmaps")
 	doctortest.RunAdvice(t, env.Kubeconfig, out, nil)
-	// The owner, as the advice names it.
-	if code, _, stderr := env.Run(t, "why", "widget.example.com/a", "-n", owners); code != 0 && code != cmdutil.ExitFinding {
+	// The owner, as the advice names it: it names its bound dependent.
+	code, out, stderr := env.Run(t, "why", "widget.example.com/a", "-n", owners)
+	if code != 0 && code != cmdutil.ExitFinding {
 		t.Errorf("teardown why widget.example.com/a -n %s, as advised: exit %d\n%s", owners, code, stderr)
 	}
+	wantAll(t, out,
+		"[info] OwnerRule why-widget-configmaps binds its dependent configmaps "+deps+"/a to it: teardown deletes it when this object is deleted, before this object goes",
+		"teardown why configmap/a -n "+deps)
+	doctortest.RunAdvice(t, env.Kubeconfig, out, nil)
+	// Deleted while held (no controller runs here to delete the
+	// ConfigMap): the owner's deletion waits for its dependent.
+	if err := widgets.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = widgets.Patch(context.Background(), "a", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	code, out, _ = env.Run(t, "why", "widget.example.com/a", "-n", owners)
+	if code != cmdutil.ExitFinding {
+		t.Errorf("why on an owner whose deletion waits for its rule-bound dependent: exit %d, want %d", code, cmdutil.ExitFinding)
+	}
+	wantAll(t, out,
+		"[BLOCKING] OwnerRule why-widget-configmaps: this object's deletion waits for its dependent configmaps "+deps+"/a to be gone (finalizer teardown.dev/dependents)")
+	// The early Widget names a ConfigMap that was there first.
+	_, out, _ = env.Run(t, "why", "widget.example.com/early", "-n", owners)
+	wantAll(t, out,
+		"[info] OwnerRule why-widget-configmaps names configmaps "+deps+"/early as its dependent but does not bind it: it was there before this object; deleting this object leaves it")
 
 	_, out, _ = env.Run(t, "why", "configmap/early", "-n", deps)
 	wantAll(t, out,

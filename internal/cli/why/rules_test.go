@@ -77,3 +77,51 @@ func TestRuleConsequence(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderRuleDependents: a SriovNetwork being deleted, held by
+// teardown.dev/dependents, whose NAD OwnerRule sriov-network-nads binds
+// (being deleted itself, waiting for a finalizer); a second rule names a
+// NAD that was there before it (refused), a third is not accepted.
+func TestRenderRuleDependents(t *testing.T) {
+	deleted := metav1.NewTime(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	net := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetwork", "metadata": map[string]any{
+		"name": "net-a", "namespace": "sriov-network-operator", "uid": "net-uid",
+		"finalizers": []any{"teardown.dev/dependents"},
+	}}}
+	net.SetDeletionTimestamp(&deleted)
+	accepted := &metav1.Condition{Type: v1alpha1.OwnerRuleAccepted, Status: metav1.ConditionTrue, Reason: "Accepted"}
+	nad := func(name string) RuleDependent {
+		return RuleDependent{Dependent: "network-attachment-definitions.k8s.cni.cncf.io sriov-net-a/" + name,
+			Kind: "networkattachmentdefinition.k8s.cni.cncf.io", Namespace: "sriov-net-a", Name: name}
+	}
+	bound, refused, notInForce := nad("net-a"), nad("old"), nad("net-a")
+	bound.Rule, bound.Accepted = "sriov-network-nads", accepted
+	bound.Deleting, bound.Finalizers = &deleted, []string{"example.com/cleanup"}
+	refused.Rule, refused.Accepted, refused.Refused = "by-resource-name", accepted, true
+	notInForce.Rule = "unhandled"
+	f := &Facts{
+		Target: &cliresource.Info{Mapping: &meta.RESTMapping{
+			Resource:         schema.GroupVersionResource{Group: "sriovnetwork.openshift.io", Version: "v1", Resource: "sriovnetworks"},
+			GroupVersionKind: schema.GroupVersionKind{Group: "sriovnetwork.openshift.io", Version: "v1", Kind: "SriovNetwork"},
+			Scope:            meta.RESTScopeNamespace,
+		}, Namespace: "sriov-network-operator", Name: "net-a"},
+		Object:         net,
+		Controllers:    &doctor.Controllers{},
+		RuleDependents: []RuleDependent{bound, refused, notInForce},
+	}
+	d := Diagnose(f)
+	var text bytes.Buffer
+	if err := Render(&text, d); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "rule-dependents.golden", text.Bytes())
+	var blocking []string
+	for _, fd := range d.Findings {
+		if fd.Blocking && fd.Kind == "OwnerRule" {
+			blocking = append(blocking, fd.Title)
+		}
+	}
+	if len(blocking) != 1 {
+		t.Errorf("want one blocking OwnerRule finding (the bound NAD), got %q", blocking)
+	}
+}
