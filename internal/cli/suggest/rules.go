@@ -43,12 +43,11 @@ type ruleFit struct {
 	bound     []string // "Owner ns/name names Dependent ns/name"
 	unnamed   []string // candidates no owner names
 	contested []string // candidates several owners name
-	foreign   []string // objects an owner names that the operator did not write alone, or something owns
-	refused   []string // candidates created before the owner that names them
+	foreign   []string // objects an owner names that the operator did not write, or something owns
 }
 
 func (f *ruleFit) valid() bool {
-	return len(f.bound) > 0 && len(f.unnamed)+len(f.contested)+len(f.foreign)+len(f.refused) == 0
+	return len(f.bound) > 0 && len(f.unnamed)+len(f.contested)+len(f.foreign) == 0
 }
 
 // ownerRules proposes an OwnerRule for each kind of the operator's CRDs
@@ -183,8 +182,10 @@ func (s *suggester) ruleKeys(owner, dep apiextensionsv1.CustomResourceDefinition
 }
 
 // fit reads every owner of k's kind as the controller would under k's
-// rule (links.RuleDependent, links.RuleRefuses), against the dependents
-// of kind dep.
+// rule (links.RuleDependent), against the dependents of kind dep. Which
+// dependents were created before their owner (a rule never binds them)
+// it does not judge: creation times are seconds, and a recorded state
+// loses them; the rule's status counts them (Refused).
 func (s *suggester) fit(k ruleKey, dep apiextensionsv1.CustomResourceDefinition, candidates []*unstructured.Unstructured, ours sets.Set[string]) *ruleFit {
 	f := &ruleFit{key: k}
 	spec := v1alpha1.OwnerRuleDependent{NameFrom: k.nameFrom, NamespaceFrom: k.namespaceFrom}
@@ -212,8 +213,6 @@ func (s *suggester) fit(k ruleKey, dep apiextensionsv1.CustomResourceDefinition,
 			}
 			slices.Sort(by)
 			f.contested = append(f.contested, fmt.Sprintf("%s (named by %s %s)", at, ownerKind, strings.Join(by, ", ")))
-		case links.RuleRefuses(owners[0], d):
-			f.refused = append(f.refused, fmt.Sprintf("%s (created before %s %s)", at, ownerKind, qualified(owners[0].GetNamespace(), owners[0].GetName())))
 		default:
 			f.bound = append(f.bound, fmt.Sprintf("%s %s names %s %s", ownerKind, qualified(owners[0].GetNamespace(), owners[0].GetName()), depKind, at))
 		}
@@ -265,7 +264,7 @@ func (s *suggester) proposeRule(dep apiextensionsv1.CustomResourceDefinition, ca
 	}
 	var best *ruleFit
 	for _, f := range fits {
-		if len(f.bound)+len(f.contested)+len(f.refused) == 0 {
+		if len(f.bound)+len(f.contested) == 0 {
 			continue
 		}
 		if best == nil || len(f.bound) > len(best.bound) || len(f.bound) == len(best.bound) && f.key.nameFrom == "metadata.name" && best.key.nameFrom != "metadata.name" {
@@ -294,9 +293,6 @@ func (s *suggester) proposeRule(dep apiextensionsv1.CustomResourceDefinition, ca
 	}
 	if len(best.contested) > 0 {
 		why = append(why, fmt.Sprintf("several name %s", examples(best.contested)))
-	}
-	if len(best.refused) > 0 {
-		why = append(why, fmt.Sprintf("a rule never binds %s", examples(best.refused)))
 	}
 	if len(best.foreign) > 0 {
 		why = append(why, fmt.Sprintf("they also name objects the operator did not write or something owns, which a rule would delete: %s", examples(best.foreign)))
