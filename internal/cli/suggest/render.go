@@ -38,7 +38,7 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	}
 	var rules []string
 	for _, r := range s.OwnerRules {
-		lines, err := ruleLines(r)
+		lines, err := ruleLines(r, format == "values")
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 		// lacks the rights to arm it.
 		comment(&b, "", grantsWhy)
 		b.WriteString(grants)
-		// The owner rules before the plan: its keepUntilDone keeps them.
+		// The owner rules before the plan, which deletes them last.
 		for i, r := range s.OwnerRules {
 			b.WriteString("---\n")
 			comment(&b, "", ruleWhy(r))
@@ -72,7 +72,7 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 		fmt.Fprintf(&b, "#\n# As chart values (the chart's %s): helm upgrade RELEASE CHART --reuse-values -f THIS-FILE\n", key)
 		b.WriteString(key + ":\n")
 		for i, r := range s.OwnerRules {
-			comment(&b, "", ruleWhy(r))
+			comment(&b, "", ruleWhy(r)+" It carries helm.sh/resource-policy: keep, since helm uninstall would delete it before the plan deleted its owners; the plan's last step deletes it.")
 			listItem(&b, rules[i])
 		}
 		listItem(&b, plan)
@@ -109,8 +109,8 @@ func ruleWhy(r SuggestedRule) string {
 }
 
 // ruleLines is an OwnerRule as block YAML, its owner and dependent in
-// flow style.
-func ruleLines(r SuggestedRule) (string, error) {
+// flow style; helmKeep marks it for helm uninstall to leave.
+func ruleLines(r SuggestedRule, helmKeep bool) (string, error) {
 	owner, err := flow(r.Rule.Spec.Owner)
 	if err != nil {
 		return "", err
@@ -119,8 +119,12 @@ func ruleLines(r SuggestedRule) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\nspec:\n  owner: %s\n  dependent: %s\n",
-		r.Rule.APIVersion, r.Rule.Kind, r.Rule.Name, owner, dep), nil
+	annotations := ""
+	if helmKeep {
+		annotations = "  annotations:\n    helm.sh/resource-policy: keep\n"
+	}
+	return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n%sspec:\n  owner: %s\n  dependent: %s\n",
+		r.Rule.APIVersion, r.Rule.Kind, r.Rule.Name, annotations, owner, dep), nil
 }
 
 // teardownLines is the Teardown as block YAML, each keepUntilDone entry

@@ -9,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -58,8 +59,7 @@ func (f *ruleFit) valid() bool {
 // kinds, by the same fields: its metadata.name or a spec field for the
 // name, a spec field for the namespace. Where the evidence is partial or
 // points at several rules, it proposes none and says what it saw.
-// Each rule is kept until the plan is done: helm uninstall would delete
-// it with the release, before the plan deletes its owners.
+// The plan's last step deletes each (deleteRules).
 func (s *suggester) ownerRules() {
 	ours := s.operatorManagers()
 	if ours.Len() == 0 {
@@ -308,8 +308,7 @@ func examples(items []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:3], ", "), len(items)-3)
 }
 
-// addRule adds the rule of f, kept until the plan is done, and the
-// rights teardown's controller needs to act on it: patch on the owners
+// addRule adds the rule of f, and the rights teardown's controller needs to act on it: patch on the owners
 // (its finalizer and label), delete on the dependents.
 func (s *suggester) addRule(f *ruleFit, dep apiextensionsv1.CustomResourceDefinition, seen string) {
 	owner := f.key.owner
@@ -337,10 +336,28 @@ func (s *suggester) addRule(f *ruleFit, dep apiextensionsv1.CustomResourceDefini
 	s.out.OwnerRules = append(s.out.OwnerRules, SuggestedRule{Rule: rule, Why: why})
 	s.allow(owner.Spec.Group, owner.Spec.Names.Plural, "", "patch")
 	s.allow(dep.Spec.Group, dep.Spec.Names.Plural, "", "delete")
+}
 
-	s.out.Teardown.Spec.KeepUntilDone = append(s.out.Teardown.Spec.KeepUntilDone, v1alpha1.ClusterLienTarget{APIVersion: v1alpha1.GroupVersion.String(), Kind: "OwnerRule", Name: name})
-	s.out.KeepReasons = append(s.out.KeepReasons, fmt.Sprintf("the owner rule proposed with the plan: kept until the plan is done, so that helm uninstall, which deletes it with the release, cannot delete it before the plan deleted its %s; deleted at the end", owner.Spec.Names.Kind))
-	s.allow(v1alpha1.GroupVersion.Group, "ownerrules", name, "patch", "delete")
+// deleteRules ends the plan by deleting its owner rules, once the steps
+// above deleted their owners: helm uninstall leaves them (the values form
+// marks them helm.sh/resource-policy: keep, for helm would delete them
+// before the plan deleted their owners), and deleting a namespace never
+// deletes them. A lien cannot keep them: liens keep no teardown.dev
+// object.
+func (s *suggester) deleteRules() {
+	for _, r := range s.out.OwnerRules {
+		owner := r.Rule.Spec.Owner
+		before := fmt.Sprintf("the steps above deleted every %s, teardown their dependents first", owner.Kind)
+		if gv, _ := schema.ParseGroupVersion(owner.APIVersion); !s.wholeKinds.Has(gv.Group + "/" + owner.Kind) {
+			before = fmt.Sprintf("no step deletes the %s objects (none carries a finalizer): their dependents stay when the plan deletes the rule", owner.Kind)
+			s.warn("no step of the plan deletes the %s objects of owner rule %s: their dependents stay", owner.Kind, r.Rule.Name)
+		}
+		s.addStep(v1alpha1.TeardownStep{
+			Name:   s.stepName("delete-ownerrule-" + r.Rule.Name),
+			Delete: &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: r.Rule.APIVersion, Kind: r.Rule.Kind, Name: r.Rule.Name}},
+		}, fmt.Sprintf("the owner rule proposed with the plan, last: %s; helm uninstall leaves it (helm.sh/resource-policy: keep in the values form), deleting the namespace never deletes it", before))
+		s.allow(v1alpha1.GroupVersion.Group, "ownerrules", r.Rule.Name, "delete")
+	}
 }
 
 // ruleName makes name a unique OwnerRule name.

@@ -74,8 +74,8 @@ func obj(kind, namespace, name, manager string, spec map[string]any) *unstructur
 
 // TestSuggestProposesOwnerRules: the operator's Attachments in other
 // namespaces, owned by nothing, each named by exactly one Net by
-// metadata.name and a spec field, get a rule (kept until the plan is
-// done, its rights granted); partial or contested evidence gets none
+// metadata.name and a spec field, get a rule (deleted by the plan's last
+// step, its rights granted); partial or contested evidence gets none
 // and a warning saying what was seen; an owner naming an object someone
 // else wrote gets none; a cluster-scoped owner kind is never one (an
 // owner reference reaches its cluster-scoped dependents).
@@ -103,9 +103,9 @@ func TestSuggestProposesOwnerRules(t *testing.T) {
 	if why := s.OwnerRules[0].Why; !strings.Contains(why, "Net op-system/a names Attachment ns-a/a, Net op-system/b names Attachment ns-b/b by metadata.name and spec.target") {
 		t.Errorf("the rule's why: %q", why)
 	}
-	kept := s.Teardown.Spec.KeepUntilDone[len(s.Teardown.Spec.KeepUntilDone)-1]
-	if kept.Kind != "OwnerRule" || kept.Name != s.OwnerRules[0].Rule.Name {
-		t.Errorf("the last keepUntilDone entry is %s %s, want the rule %s", kept.Kind, kept.Name, s.OwnerRules[0].Rule.Name)
+	last := s.Teardown.Spec.Steps[len(s.Teardown.Spec.Steps)-1]
+	if last.Delete == nil || last.Delete.Kind != "OwnerRule" || last.Delete.Name != s.OwnerRules[0].Rule.Name {
+		t.Errorf("the last step is %+v, want deleting the rule %s", last, s.OwnerRules[0].Rule.Name)
 	}
 	for _, g := range []grantWant{
 		{"acme.example", "nets", "patch", ""},

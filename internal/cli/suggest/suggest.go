@@ -29,8 +29,8 @@ type Suggestion struct {
 	// Warnings are what the cluster does not show, for the person who
 	// reviews the plan.
 	Warnings []string
-	// OwnerRules are the owner rules proposed with the plan, each kept
-	// until the plan is done.
+	// OwnerRules are the owner rules proposed with the plan, which its
+	// last steps delete.
 	OwnerRules []SuggestedRule
 	// Grants is the aggregated ClusterRole teardown's controller needs.
 	Grants rbacv1.ClusterRole
@@ -71,6 +71,7 @@ func Suggest(f *Facts) Suggestion {
 	s.clusterRBAC()
 	s.releaseClusterObjects()
 	s.ownerRules()
+	s.deleteRules()
 	s.crdWarnings()
 	s.valuesKey()
 	if n := len(s.out.Teardown.Spec.Steps); n > 64 {

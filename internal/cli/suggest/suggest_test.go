@@ -64,7 +64,7 @@ func TestSuggestOnRecordedStates(t *testing.T) {
 }
 
 // checkYAML decodes the -o yaml form: the grants' ClusterRole, the owner
-// rules, then a Teardown teardown accepts that keeps them.
+// rules, then a Teardown teardown accepts that deletes them.
 func checkYAML(t *testing.T, out string) {
 	t.Helper()
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
@@ -75,7 +75,7 @@ func checkYAML(t *testing.T, out string) {
 	if role.Kind != "ClusterRole" || role.Labels["teardown.dev/aggregate-to-controller"] != "true" || len(role.Rules) == 0 {
 		t.Errorf("the grants: want a ClusterRole aggregated into teardown's controller, got %s %s labels %v with %d rules", role.Kind, role.Name, role.Labels, len(role.Rules))
 	}
-	// Then the owner rules, if any, and the Teardown, which keeps them.
+	// Then the owner rules, if any, and the Teardown, which deletes them.
 	var rules []v1alpha1.OwnerRule
 	var td v1alpha1.Teardown
 	for {
@@ -106,8 +106,10 @@ func checkYAML(t *testing.T, out string) {
 		if r.Spec.Owner.Kind == "" || r.Spec.Dependent.Kind == "" {
 			t.Errorf("owner rule %s names no owner or dependent kind: %+v", r.Name, r.Spec)
 		}
-		if !slices.ContainsFunc(td.Spec.KeepUntilDone, func(k v1alpha1.ClusterLienTarget) bool { return k.Kind == "OwnerRule" && k.Name == r.Name }) {
-			t.Errorf("owner rule %s is not in the plan's keepUntilDone: helm uninstall would delete it before its owners", r.Name)
+		if !slices.ContainsFunc(td.Spec.Steps, func(st v1alpha1.TeardownStep) bool {
+			return st.Delete != nil && st.Delete.Kind == "OwnerRule" && st.Delete.Name == r.Name
+		}) {
+			t.Errorf("no step of the plan deletes owner rule %s: it would be left", r.Name)
 		}
 	}
 }
