@@ -71,7 +71,8 @@ func checkSuggestedRule(ctx context.Context, t *testing.T, e *harness.Env) {
 }
 
 // checkRuleLeftNothing: after the plan, neither the NADs the rule bound
-// nor the rule (kept by the plan, then deleted at its end) are left.
+// nor the rule (left by helm uninstall, helm.sh/resource-policy: keep;
+// deleted by the plan's last step) are left.
 func checkRuleLeftNothing(ctx context.Context, t *testing.T, e *harness.Env) {
 	t.Helper()
 	if _, err := e.Dyn.Resource(ownerRules).Get(ctx, suggestedRule, metav1.GetOptions{}); err == nil {

@@ -41,7 +41,7 @@ CRDs, owned by nothing, in other namespaces than its own or cluster-scoped,
 each named by exactly one of its other (namespaced) custom resources by
 the same fields (metadata.name or a spec field for the name, a spec field
 for the namespace): teardown then deletes each when its owner goes; the
-plan keeps the rule until it is done. Where the evidence is partial or
+plan's last step deletes the rule. Where the evidence is partial or
 fits several rules, it proposes none and says what it saw. Each entry
 carries a comment saying why; what the cluster does not show is said at
 the top. With it comes the ClusterRole teardown's controller needs to run
