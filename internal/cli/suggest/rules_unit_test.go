@@ -117,6 +117,12 @@ func TestSuggestProposesOwnerRules(t *testing.T) {
 		}
 	}
 
+	// A cluster-scoped dependent of a namespaced owner: no namespaceFrom.
+	s = Suggest(netFacts(netA, obj("Hub", "", "a", "op", map[string]any{"size": "1"})))
+	if len(s.OwnerRules) != 1 || s.OwnerRules[0].Rule.Spec.Dependent.Kind != "Hub" || s.OwnerRules[0].Rule.Spec.Dependent.NamespaceFrom != "" || s.OwnerRules[0].Rule.Spec.Dependent.Resource != "" {
+		t.Errorf("a cluster-scoped Hub named by Net op-system/a: rules %+v, warnings %q", s.OwnerRules, s.Warnings)
+	}
+
 	for _, tc := range []struct {
 		name string
 		objs []*unstructured.Unstructured
