@@ -37,7 +37,8 @@ const suggestedPlan = "sriov-network-operator-uninstall"
 // `teardown suggest --release` proposes, in its chart-values form, applied
 // unchanged with `helm upgrade --reuse-values -f` after a plain install
 // (no hand-written plan): both paths leave what the hand-written plan
-// leaves.
+// leaves. The suggestion's OwnerRule binds the NADs to their SriovNetworks
+// before the uninstall, and neither they nor the rule are left after.
 func TestSuggestedPlan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -51,12 +52,16 @@ func TestSuggestedPlan(t *testing.T) {
 
 	t.Run("helm uninstall", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, helmUninstallHelm, *record)
+		checkSuggestedRule(ctx, t, e.Env)
 		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown")
+		checkRuleLeftNothing(ctx, t, e.Env)
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, helmcli.Version, "")
+		checkSuggestedRule(ctx, t, e.Env)
 		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown")
+		checkRuleLeftNothing(ctx, t, e.Env)
 	})
 }
 

@@ -7,9 +7,13 @@
 // configurations and APIServices calling Services of its namespace, the
 // cluster-scoped RBAC bound to ServiceAccounts of its namespace and the
 // release's cluster-scoped objects (which deleting the namespace never
-// deletes), and the rights teardown's controller needs for all of it.
+// deletes), the OwnerRules that link the objects it renders into other
+// namespaces to the custom resources naming them (proposed only when
+// every such object is named by exactly one owner, by the same fields),
+// and the rights teardown's controller needs for all of it.
 // Gather reads the cluster into Facts; Suggest, a pure function, turns
 // them into a Suggestion, each step with the reason it is there and
-// what could not be known as warnings; Render writes it as YAML for
-// `kubectl apply -f -` or as chart values (extraDeploy).
+// what could not be known (or why no rule was proposed) as warnings;
+// Render writes it as YAML for `kubectl apply -f -` or as chart values
+// (extraDeploy).
 package suggest

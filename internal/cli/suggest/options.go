@@ -24,7 +24,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, out io.Writer) *cobra.Comm
 	o := &Options{}
 	cmd := &cobra.Command{
 		Use:   "suggest (deployment/NAME | --release NAME)",
-		Short: "Propose a Teardown for an installed operator, from what the cluster shows",
+		Short: "Propose a Teardown and owner rules for an installed operator, from what the cluster shows",
 		Long: `suggest reads an installed operator (its Deployment, or the Helm release that
 installed it) and proposes a Teardown for a person to review and apply. It
 keeps the operator's ServiceAccount and the roles and bindings that give it
@@ -36,14 +36,22 @@ owns, cluster-scoped or in its namespace, the webhook configurations
 and APIServices calling Services of its namespace, the ClusterRoles and
 bindings of ServiceAccounts of its namespace that nothing deletes, and the
 release's cluster-scoped objects (deleting the namespace never deletes
-them). Each entry carries a comment saying why; what the cluster does not
-show is said at the top. With it comes the ClusterRole teardown's
-controller needs to run the plan. Nothing is changed.
+them). It proposes an OwnerRule where the operator wrote objects of its
+CRDs, owned by nothing, in other namespaces than its own or cluster-scoped,
+each named by exactly one of its other (namespaced) custom resources by
+the same fields (metadata.name or a spec field for the name, a spec field
+for the namespace): teardown then deletes each when its owner goes; the
+plan's last step deletes the rule. Where the evidence is partial or
+fits several rules, it proposes none and says what it saw. Each entry
+carries a comment saying why; what the cluster does not show is said at
+the top. With it comes the ClusterRole teardown's controller needs to run
+the plan and the rules. Nothing is changed.
 
--o yaml is for kubectl apply -f -; -o values puts the Teardown in the chart's
-value for extra objects (extraDeploy, extraObjects, extraManifests or
-extraResources: the one the chart's default values in the release's record
-have) for helm upgrade --reuse-values -f, the grants as comments.`,
+-o yaml (the grants, the owner rules, the Teardown) is for kubectl apply -f -;
+-o values puts the owner rules and the Teardown in the chart's value for
+extra objects (extraDeploy, extraObjects, extraManifests or extraResources:
+the one the chart's default values in the release's record have) for helm
+upgrade --reuse-values -f, the grants as comments.`,
 		Example: `  teardown suggest deployment/sriov-network-operator -n sriov-network-operator
   teardown suggest --release sriov-network-operator -n sriov-network-operator -o values > teardown-values.yaml
   teardown suggest deployment/tigera-operator -n tigera-operator -o yaml | kubectl apply -f -`,

@@ -11,9 +11,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Formats of -o: yaml (the controller's grants, then the Teardown, for
-// `kubectl apply -f -`) and values (the Teardown in the chart's value for
-// extra objects, extraDeploy or the like, the grants as comments).
+// Formats of -o: yaml (the controller's grants, the owner rules, then
+// the Teardown, for `kubectl apply -f -`) and values (the owner rules and
+// the Teardown in the chart's value for extra objects, extraDeploy or the
+// like, the grants as comments).
 var Formats = []string{"yaml", "values"}
 
 // Render writes s in format, headed by command (how it was made).
@@ -35,7 +36,19 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	if err != nil {
 		return err
 	}
-	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, delete on what the steps delete, update and delete on the webhook configurations. Apply it apart from the operator's release: it must outlive the plan."
+	var rules []string
+	for _, r := range s.OwnerRules {
+		lines, err := ruleLines(r, format == "values")
+		if err != nil {
+			return err
+		}
+		rules = append(rules, lines)
+	}
+	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, delete on what the steps delete, update and delete on the webhook configurations"
+	if len(s.OwnerRules) > 0 {
+		grantsWhy += ", patch on the owners (their finalizer) and delete on the dependents of the owner rules"
+	}
+	grantsWhy += ". Apply it apart from the operator's release: it must outlive the plan."
 	switch format {
 	case "yaml":
 		// The grants first: kubectl apply creates them before the plan,
@@ -43,6 +56,12 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 		// lacks the rights to arm it.
 		comment(&b, "", grantsWhy)
 		b.WriteString(grants)
+		// The owner rules before the plan, which deletes them last.
+		for i, r := range s.OwnerRules {
+			b.WriteString("---\n")
+			comment(&b, "", ruleWhy(r))
+			b.WriteString(rules[i])
+		}
 		b.WriteString("---\n")
 		b.WriteString(plan)
 	case "values":
@@ -52,16 +71,11 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 		}
 		fmt.Fprintf(&b, "#\n# As chart values (the chart's %s): helm upgrade RELEASE CHART --reuse-values -f THIS-FILE\n", key)
 		b.WriteString(key + ":\n")
-		for i, line := range strings.Split(strings.TrimSuffix(plan, "\n"), "\n") {
-			switch {
-			case i == 0:
-				b.WriteString("- " + line + "\n")
-			case line == "":
-				b.WriteString("\n")
-			default:
-				b.WriteString("  " + line + "\n")
-			}
+		for i, r := range s.OwnerRules {
+			comment(&b, "", ruleWhy(r)+" It carries helm.sh/resource-policy: keep, since helm uninstall would delete it before the plan deleted its owners; the plan's last step deletes it.")
+			listItem(&b, rules[i])
 		}
+		listItem(&b, plan)
 		b.WriteString("#\n")
 		comment(&b, "", grantsWhy)
 		for _, line := range strings.Split(strings.TrimSuffix(grants, "\n"), "\n") {
@@ -72,6 +86,45 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// listItem writes the object lines as an item of a YAML list.
+func listItem(b *strings.Builder, lines string) {
+	for i, line := range strings.Split(strings.TrimSuffix(lines, "\n"), "\n") {
+		switch {
+		case i == 0:
+			b.WriteString("- " + line + "\n")
+		case line == "":
+			b.WriteString("\n")
+		default:
+			b.WriteString("  " + line + "\n")
+		}
+	}
+}
+
+// ruleWhy is the comment above a proposed owner rule.
+func ruleWhy(r SuggestedRule) string {
+	return "Owner rule: " + r.Why + ". Writing it needs update on every " + r.Rule.Spec.Owner.Kind +
+		" and delete on every " + r.Rule.Spec.Dependent.Kind + ", cluster-wide (docs/owners.md)."
+}
+
+// ruleLines is an OwnerRule as block YAML, its owner and dependent in
+// flow style; helmKeep marks it for helm uninstall to leave.
+func ruleLines(r SuggestedRule, helmKeep bool) (string, error) {
+	owner, err := flow(r.Rule.Spec.Owner)
+	if err != nil {
+		return "", err
+	}
+	dep, err := flow(r.Rule.Spec.Dependent)
+	if err != nil {
+		return "", err
+	}
+	annotations := ""
+	if helmKeep {
+		annotations = "  annotations:\n    helm.sh/resource-policy: keep\n"
+	}
+	return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n%sspec:\n  owner: %s\n  dependent: %s\n",
+		r.Rule.APIVersion, r.Rule.Kind, r.Rule.Name, annotations, owner, dep), nil
 }
 
 // teardownLines is the Teardown as block YAML, each keepUntilDone entry

@@ -29,6 +29,9 @@ type Suggestion struct {
 	// Warnings are what the cluster does not show, for the person who
 	// reviews the plan.
 	Warnings []string
+	// OwnerRules are the owner rules proposed with the plan, which its
+	// last steps delete.
+	OwnerRules []SuggestedRule
 	// Grants is the aggregated ClusterRole teardown's controller needs.
 	Grants rbacv1.ClusterRole
 	// ValuesKey is the chart's value that takes extra objects to render,
@@ -67,6 +70,8 @@ func Suggest(f *Facts) Suggestion {
 	s.apiServices()
 	s.clusterRBAC()
 	s.releaseClusterObjects()
+	s.ownerRules()
+	s.deleteRules()
 	s.crdWarnings()
 	s.valuesKey()
 	if n := len(s.out.Teardown.Spec.Steps); n > 64 {

@@ -8,11 +8,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -61,8 +63,8 @@ func TestSuggestOnRecordedStates(t *testing.T) {
 	}
 }
 
-// checkYAML decodes the -o yaml form: the grants' ClusterRole, then a
-// Teardown teardown accepts.
+// checkYAML decodes the -o yaml form: the grants' ClusterRole, the owner
+// rules, then a Teardown teardown accepts that deletes them.
 func checkYAML(t *testing.T, out string) {
 	t.Helper()
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
@@ -73,15 +75,42 @@ func checkYAML(t *testing.T, out string) {
 	if role.Kind != "ClusterRole" || role.Labels["teardown.dev/aggregate-to-controller"] != "true" || len(role.Rules) == 0 {
 		t.Errorf("the grants: want a ClusterRole aggregated into teardown's controller, got %s %s labels %v with %d rules", role.Kind, role.Name, role.Labels, len(role.Rules))
 	}
+	// Then the owner rules, if any, and the Teardown, which deletes them.
+	var rules []v1alpha1.OwnerRule
 	var td v1alpha1.Teardown
-	if err := dec.Decode(&td); err != nil {
-		t.Fatalf("decoding the Teardown: %v", err)
+	for {
+		var raw map[string]any
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("decoding the objects after the grants: %v", err)
+		}
+		if raw["kind"] == "OwnerRule" {
+			var r v1alpha1.OwnerRule
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &r); err != nil {
+				t.Fatalf("decoding an owner rule: %v", err)
+			}
+			rules = append(rules, r)
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &td); err != nil {
+			t.Fatalf("decoding the Teardown: %v", err)
+		}
+		break
 	}
 	if td.Kind != "Teardown" {
-		t.Errorf("the second object: %s %s, want the Teardown", td.Kind, td.Name)
+		t.Errorf("the last object: %s %s, want the Teardown", td.Kind, td.Name)
 	}
 	if errs := teardown.Validate(&td.Spec); len(errs) > 0 {
 		t.Errorf("the suggested plan is invalid: %v", errs.ToAggregate())
+	}
+	for _, r := range rules {
+		if r.Spec.Owner.Kind == "" || r.Spec.Dependent.Kind == "" {
+			t.Errorf("owner rule %s names no owner or dependent kind: %+v", r.Name, r.Spec)
+		}
+		if !slices.ContainsFunc(td.Spec.Steps, func(st v1alpha1.TeardownStep) bool {
+			return st.Delete != nil && st.Delete.Kind == "OwnerRule" && st.Delete.Name == r.Name
+		}) {
+			t.Errorf("no step of the plan deletes owner rule %s: it would be left", r.Name)
+		}
 	}
 }
 
