@@ -366,9 +366,13 @@ type TeardownSpec struct {
 	// KeepUntilDone lists objects kept (a Deny lien) until the last step
 	// finished: the operator's RBAC, typically. Protected from the moment
 	// the plan is armed, so that deleting everything at once keeps them.
+	// Not teardown.dev objects: a lien may not protect them (a lien on a
+	// lien or a Teardown could hold itself for ever); delete them in a
+	// step.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.apiVersion.startsWith('teardown.dev/'))",message="a kept object is held by a Deny lien, and a lien may not protect teardown.dev kinds (a lien on a lien or a Teardown could hold itself for ever): delete teardown.dev objects in a step instead"
 	KeepUntilDone []ClusterLienTarget `json:"keepUntilDone,omitempty"`
 	// Steps run strictly in order; each starts once the previous finished.
 	// +required

@@ -36,6 +36,9 @@ func Validate(spec *v1alpha1.TeardownSpec) field.ErrorList {
 		if (k.Name == "") == (k.Selector == nil) {
 			errs = append(errs, field.Invalid(p, k.Name, "set exactly one of name and selector"))
 		}
+		if group(k.APIVersion) == v1alpha1.GroupVersion.Group {
+			errs = append(errs, field.Invalid(p.Child("apiVersion"), k.APIVersion, "a kept object is held by a Deny lien, and a lien may not protect teardown.dev kinds (a lien on a lien or a Teardown could hold itself for ever): delete teardown.dev objects in a step instead"))
+		}
 		if t := spec.Trigger; t != nil && k.Name != "" && k.Name == t.Name && k.Kind == t.Kind && k.Namespace == t.Namespace && group(k.APIVersion) == group(t.APIVersion) {
 			errs = append(errs, field.Invalid(p, k.Name, "keeps the trigger: a kept object's DELETE is refused until the plan finishes, so the plan could never start; the plan holds its trigger by a finalizer already"))
 		}

@@ -363,6 +363,22 @@ func TestInvalidPlansRefused(t *testing.T) {
 			}
 		})
 	}
+	// A teardown.dev object kept: the controller's keepUntilDone
+	// ClusterLien would be refused, and the plan would never arm.
+	td := &v1alpha1.Teardown{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: v1alpha1.TeardownSpec{
+		KeepUntilDone: []v1alpha1.ClusterLienTarget{{APIVersion: "teardown.dev/v1alpha1", Kind: "OwnerRule", Name: "rule"}},
+		Steps:         []v1alpha1.TeardownStep{{Name: "a", Delete: del}},
+	}}
+	err := k.Create(ctx, td)
+	if err == nil {
+		_ = k.Delete(ctx, td)
+		t.Fatal("a plan keeping an OwnerRule was accepted")
+	}
+	for _, w := range []string{"spec.keepUntilDone", "a lien may not protect teardown.dev kinds"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q should contain %q", err, w)
+		}
+	}
 }
 
 // TestKeepUntilDoneIsReleasedOnce: a plan whose steps finish at once
