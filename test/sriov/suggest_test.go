@@ -33,11 +33,18 @@ const suggestHeading = "## Suggesting a plan: `teardown suggest`"
 // Deployment's name and -uninstall.
 const suggestedPlan = "sriov-network-operator-uninstall"
 
+// suggestedGrants is what the docs' block applies apart from the release,
+// and what nothing deletes but the person who applied it: the grants'
+// ClusterRole, as Leftovers names it.
+const suggestedGrants = "clusterroles.rbac.authorization.k8s.io teardown-" + suggestedPlan
+
 // TestSuggestedPlan is TestUninstallWithTeardown with the plan that
 // `teardown suggest --release` proposes, in its chart-values form, applied
 // unchanged with `helm upgrade --reuse-values -f` after a plain install
-// (no hand-written plan): both paths leave what the hand-written plan
-// leaves.
+// (no hand-written plan), its grants with `kubectl apply`: both paths
+// leave what the hand-written plan leaves, and the grants. teardown's
+// controller runs as its own ServiceAccount, with only the install's RBAC
+// and the suggested grants: they are what it needs.
 func TestSuggestedPlan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -45,18 +52,18 @@ func TestSuggestedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := denv.StartTeardown(ctx); err != nil {
+	if err := denv.StartTeardownAsServiceAccount(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, helmUninstallHelm, *record)
-		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown")
+		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown", suggestedGrants)
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, helmcli.Version, "")
-		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown")
+		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown", suggestedGrants)
 	})
 }
 
