@@ -69,7 +69,7 @@ func (e *Env) startTeardown(ctx context.Context, asServiceAccount bool) error {
 		delete(running.hosts, e.Config.Host)
 	}
 	ctrl.SetLogger(logr.Discard()) // the demo prints its own story
-	cfg, opts := e.Config, install.Options{}
+	cfg, user, opts := e.Config, install.ControllerUser, install.Options{}
 	if !asServiceAccount {
 		// The controller runs here, as the demo's own user: trust that
 		// user to change lien markers, as install does for the in-cluster
@@ -78,7 +78,8 @@ func (e *Env) startTeardown(ctx context.Context, asServiceAccount bool) error {
 		if err != nil {
 			return fmt.Errorf("finding the demo's user name: %w", err)
 		}
-		opts.ControllerUsers = []string{who.Username}
+		user = who.Username
+		opts.ControllerUsers = []string{user}
 	}
 	if err := install.Apply(ctx, e.Config, opts, io.Discard); err != nil {
 		return fmt.Errorf("installing teardown: %w", err)
@@ -88,13 +89,13 @@ func (e *Env) startTeardown(ctx context.Context, asServiceAccount bool) error {
 		if cfg, err = e.serviceAccountConfig(ctx); err != nil {
 			return err
 		}
-	}
-	who, err := install.WhoAmI(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("finding the controller's user name: %w", err)
-	}
-	if asServiceAccount && who.Username != install.ControllerUser {
-		return fmt.Errorf("the token of %s authenticates as %s", install.ControllerUser, who.Username)
+		who, err := install.WhoAmI(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("asking who the token of %s is: %w", user, err)
+		}
+		if who.Username != user {
+			return fmt.Errorf("the token of %s authenticates as %s", user, who.Username)
+		}
 	}
 	mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", HeartbeatNamespace: install.Namespace})
 	if err != nil {
@@ -114,7 +115,7 @@ func (e *Env) startTeardown(ctx context.Context, asServiceAccount bool) error {
 			return errors.New("starting teardown's controllers: caches did not sync")
 		}
 	}
-	running.hosts[e.Config.Host] = started{ctx: ctx, done: done, user: who.Username, asServiceAccount: asServiceAccount}
+	running.hosts[e.Config.Host] = started{ctx: ctx, done: done, user: user, asServiceAccount: asServiceAccount}
 	return nil
 }
 

@@ -35,7 +35,7 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 	if err != nil {
 		return err
 	}
-	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, delete on what the steps delete, update and delete on the webhook configurations. Apply it apart from the operator's release: it must outlive the plan."
+	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, bind on the roles of the kept bindings, delete on what the steps delete, update and delete on the webhook configurations, delete on the Helm release's records. Apply it apart from the operator's release: it must outlive the plan."
 	switch format {
 	case "yaml":
 		// The grants first: kubectl apply creates them before the plan,

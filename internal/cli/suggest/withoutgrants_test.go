@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -33,10 +34,13 @@ import (
 // install's RBAC alone cannot arm the suggested plan, and says what it
 // lacks (Armed=False, MissingPermission, naming the verb and the
 // resource); once the suggested ClusterRole is applied, it arms. So the
-// ServiceAccount's base rights do not make the grants look sufficient.
+// e2e tests' proof is not vacuous: the ServiceAccount's own rights are
+// not enough.
 func TestSuggestedGrantsAreNeeded(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel) // last: the controller removes the plan's finalizers first
+	// Not t.Context(), which ends before the cleanups: the controller
+	// disarms the plan in the cleanup below, then cancel stops it.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	if err := testenv.LoadState(ctx, cfg, filepath.Join("testdata", "states", "tigera-operator")); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +76,7 @@ func TestSuggestedGrantsAreNeeded(t *testing.T) {
 		if err := teardowns.Delete(ctx, plan.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
-		testenv.Eventually(t, time.Minute, "the suggested Teardown gone", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, 3*time.Minute, "the suggested Teardown gone", func(ctx context.Context) (bool, error) {
 			_, err := teardowns.Get(ctx, plan.GetName(), metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
@@ -106,8 +110,18 @@ func TestSuggestedGrantsAreNeeded(t *testing.T) {
 	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, &grants, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "the plan armed, with the grants", func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		c, err := armed(ctx)
+		if err == nil {
+			got = c
+		}
 		return err == nil && c != nil && c.Status == metav1.ConditionTrue, err
-	})
+	}); err != nil {
+		liens, _ := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterliens")).List(context.Background(), metav1.ListOptions{})
+		var status []any
+		for _, l := range liens.Items {
+			status = append(status, l.Object["status"])
+		}
+		t.Fatalf("with the grants, the plan is not armed: %v; Armed: %+v; the ClusterLiens' status: %v", err, got, status)
+	}
 }
