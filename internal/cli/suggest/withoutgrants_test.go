@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,9 @@ import (
 // tigera-operator's recorded state, the same controller with the
 // install's RBAC alone cannot arm the suggested plan, and says what it
 // lacks (Armed=False, MissingPermission, naming the verb and the
-// resource); once the suggested ClusterRole is applied, it arms. So the
+// resource); with the grants but bind, the ClusterLien that keeps
+// keepUntilDone is refused the label on the kept ClusterRoleBinding; once
+// the suggested ClusterRole is applied whole, it arms. So the
 // e2e tests' proof is not vacuous: the ServiceAccount's own rights are
 // not enough.
 func TestSuggestedGrantsAreNeeded(t *testing.T) {
@@ -107,7 +110,41 @@ func TestSuggestedGrantsAreNeeded(t *testing.T) {
 		t.Errorf("without the grants: Armed=%s %s %q, want False MissingPermission naming %q", got.Status, got.Reason, got.Message, missing)
 	}
 
-	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, &grants, metav1.CreateOptions{}); err != nil {
+	// The grants without bind (as suggest made them while the tests ran
+	// the controller as a cluster admin): kube-apiserver refuses the
+	// lien's label on the kept ClusterRoleBinding, and the ClusterLien
+	// says so in its words.
+	noBind := grants.DeepCopy()
+	noBind.Rules = nil
+	for _, r := range grants.Rules {
+		r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "bind" })
+		noBind.Rules = append(noBind.Rules, r)
+	}
+	created, err := kube.RbacV1().ClusterRoles().Create(ctx, noBind, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants.ResourceVersion = created.ResourceVersion
+	const refused = "writing the lien markers of ClusterRoleBinding tigera-operator was refused by admission"
+	const escalation = "attempting to grant RBAC permissions not currently held"
+	testenv.Eventually(t, time.Minute, "the ClusterLien refused the kept binding's label, without bind", func(ctx context.Context) (bool, error) {
+		liens, err := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterliens")).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, l := range liens.Items {
+			conditions, _, _ := unstructured.NestedSlice(l.Object, "status", "conditions")
+			for _, c := range conditions {
+				msg, _ := c.(map[string]any)["message"].(string)
+				if strings.Contains(msg, refused) && strings.Contains(msg, escalation) {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+
+	if _, err := kube.RbacV1().ClusterRoles().Update(ctx, &grants, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
