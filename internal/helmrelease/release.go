@@ -33,6 +33,12 @@ func Version(s corev1.Secret) int {
 	return v
 }
 
+// RecordName is the name of the record of the release name at revision:
+// what Helm's Secret storage names it.
+func RecordName(name string, revision int) string {
+	return "sh.helm.release.v1." + name + ".v" + strconv.Itoa(revision)
+}
+
 // Latest is the record of the highest revision among records, or nil.
 func Latest(records []corev1.Secret) *corev1.Secret {
 	if len(records) == 0 {

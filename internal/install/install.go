@@ -37,8 +37,12 @@ import (
 // Namespace is where teardown's controller lives.
 const Namespace = "teardown-system"
 
+// ControllerServiceAccount is the in-cluster controller's ServiceAccount,
+// in Namespace.
+const ControllerServiceAccount = "teardown-controller"
+
 // ControllerUser is the identity of the in-cluster controller.
-const ControllerUser = "system:serviceaccount:" + Namespace + ":teardown-controller"
+const ControllerUser = "system:serviceaccount:" + Namespace + ":" + ControllerServiceAccount
 
 // FieldManager owns the fields install applies.
 const FieldManager = "teardown-install"

@@ -33,12 +33,20 @@ const suggestHeading = "## Suggesting a plan: `teardown suggest`"
 // Deployment's name and -uninstall.
 const suggestedPlan = "sriov-network-operator-uninstall"
 
+// suggestedGrants is what the docs' block applies apart from the release,
+// and what nothing deletes but the person who applied it: the grants'
+// ClusterRole, as Leftovers names it.
+const suggestedGrants = "clusterroles.rbac.authorization.k8s.io teardown-" + suggestedPlan
+
 // TestSuggestedPlan is TestUninstallWithTeardown with the plan that
 // `teardown suggest --release` proposes, in its chart-values form, applied
 // unchanged with `helm upgrade --reuse-values -f` after a plain install
-// (no hand-written plan): both paths leave what the hand-written plan
-// leaves. The suggestion's OwnerRule binds the NADs to their SriovNetworks
-// before the uninstall, and neither they nor the rule are left after.
+// (no hand-written plan), its grants with `kubectl apply`: both paths
+// leave what the hand-written plan leaves, and the grants. The
+// suggestion's OwnerRule binds the NADs to their SriovNetworks before the
+// uninstall, and neither they nor the rule are left after. teardown's
+// controller runs as its own ServiceAccount, with only the install's RBAC
+// and the suggested grants: they are what it needs.
 func TestSuggestedPlan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -46,21 +54,21 @@ func TestSuggestedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := denv.StartTeardown(ctx); err != nil {
+	if err := denv.StartTeardownAsServiceAccount(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, helmUninstallHelm, *record)
 		checkSuggestedRule(ctx, t, e.Env)
-		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown")
+		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown", suggestedGrants)
 		checkRuleLeftNothing(ctx, t, e.Env)
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
 		e := installAndApplySuggestion(ctx, t, helmcli.Version, "")
 		checkSuggestedRule(ctx, t, e.Env)
-		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown")
+		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown", suggestedGrants)
 		checkRuleLeftNothing(ctx, t, e.Env)
 	})
 }

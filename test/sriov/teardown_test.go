@@ -50,8 +50,9 @@ func TestUninstallWithTeardown(t *testing.T) {
 }
 
 // pathHelmUninstall runs the docs' `helm uninstall` with plan armed and
-// asserts what it leaves: the CRDs and the namespace.
-func pathHelmUninstall(ctx context.Context, t *testing.T, e *harness.Env, before map[string]harness.Object, plan string) {
+// asserts what it leaves: the CRDs and the namespace, and also what was
+// applied outside the release (the suggestion's grants).
+func pathHelmUninstall(ctx context.Context, t *testing.T, e *harness.Env, before map[string]harness.Object, plan string, also ...string) {
 	t.Helper()
 	line := documentedCommand(t, "helm uninstall ")
 	r, codes, err := e.HelmUninstallBy(ctx, func() harness.Result { return e.Shell(6*time.Minute, "", line) })
@@ -74,7 +75,7 @@ func pathHelmUninstall(ctx context.Context, t *testing.T, e *harness.Env, before
 	e.Settle(ctx)
 	got := harness.Leftovers(before, snapshot(ctx, t))
 	t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-	if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
+	if diff := cmp.Diff(sorted(helmUninstallWithTeardownLeftovers, also), got); diff != "" {
 		t.Errorf("left after helm uninstall with %s (-want +got):\n%s", plan, diff)
 	}
 	status := e.Command(time.Minute, e.Helm, "status", release, "-n", ns)
@@ -84,8 +85,9 @@ func pathHelmUninstall(ctx context.Context, t *testing.T, e *harness.Env, before
 }
 
 // pathDeleteNamespace runs the docs' `kubectl delete ns` with plan armed
-// and asserts what it leaves: the CRDs.
-func pathDeleteNamespace(ctx context.Context, t *testing.T, e *harness.Env, before map[string]harness.Object, plan string) {
+// and asserts what it leaves: the CRDs, and also what was applied outside
+// the release.
+func pathDeleteNamespace(ctx context.Context, t *testing.T, e *harness.Env, before map[string]harness.Object, plan string, also ...string) {
 	t.Helper()
 	line := documentedCommand(t, "kubectl delete ns ")
 	r := e.Shell(2*time.Minute, "", line)
@@ -97,7 +99,7 @@ func pathDeleteNamespace(ctx context.Context, t *testing.T, e *harness.Env, befo
 	e.Settle(ctx)
 	got := harness.Leftovers(before, snapshot(ctx, t))
 	t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-	if diff := cmp.Diff(chartCRDs, got); diff != "" {
+	if diff := cmp.Diff(sorted(chartCRDs, also), got); diff != "" {
 		t.Errorf("left after kubectl delete ns with %s (-want +got):\n%s", plan, diff)
 	}
 }

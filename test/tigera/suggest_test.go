@@ -45,10 +45,13 @@ const (
 // TestSuggestedPlan is TestUninstallWithTeardown with the plan `teardown
 // suggest` proposes, applied unchanged after a plain install (no
 // hand-written plan) by the README's blocks as written: its chart-values
-// form with `helm upgrade --reuse-values -f` before `helm uninstall`, its
-// YAML form with `kubectl apply -f -` before `kubectl delete ns`. Both
-// paths leave what the hand-written plan leaves; the kubectl path also
-// the Teardown and its grants, which kubectl applied outside the release.
+// form with `helm upgrade --reuse-values -f` (its grants with `kubectl
+// apply`) before `helm uninstall`, its YAML form with `kubectl apply -f -`
+// before `kubectl delete ns`. Both paths leave what the hand-written plan
+// leaves and the grants, which kubectl applied outside the release (the
+// kubectl path the Teardown too), until the README's cleanup block.
+// teardown's controller runs as its own ServiceAccount, with only the
+// install's RBAC and the suggested grants: they are what it needs.
 // The suggestion is compared with the hand-written plan (the README says
 // how they differ), and its grants with the README's.
 func TestSuggestedPlan(t *testing.T) {
@@ -58,7 +61,7 @@ func TestSuggestedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := denv.StartTeardown(ctx); err != nil {
+	if err := denv.StartTeardownAsServiceAccount(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -78,8 +81,12 @@ func TestSuggestedPlan(t *testing.T) {
 		e.Settle(ctx)
 		got := leftovers(before, snapshot(ctx, t))
 		t.Logf("the plan: %s; left:\n%s", phase, strings.Join(got, "\n"))
-		if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, got); diff != "" {
+		if diff := cmp.Diff(sorted(helmUninstallWithTeardownLeftovers, []string{suggestedGrants}), got); diff != "" {
 			t.Errorf("left after helm uninstall with the suggested Teardown (-want +got):\n%s", diff)
+		}
+		cleanUp(t, e)
+		if diff := cmp.Diff(helmUninstallWithTeardownLeftovers, leftovers(before, snapshot(ctx, t))); diff != "" {
+			t.Errorf("left after the README's cleanup (-want +got):\n%s", diff)
 		}
 	})
 
@@ -101,21 +108,32 @@ func TestSuggestedPlan(t *testing.T) {
 			t.Errorf("left after kubectl delete ns with the suggested Teardown (-want +got):\n%s", diff)
 		}
 
-		// The README's block that deletes them, once the plan has run.
-		lines, err := testenv.ShellBlock(docsFile, suggestCleanupHeading)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = e.Shell(time.Minute, "", strings.Join(lines, "\n"))
-		t.Logf("$ %s: exit %d in %s\n%s", strings.Join(lines, "\n"), r.Code, r.Took.Round(time.Millisecond), r.Out)
-		if r.Code != 0 {
-			t.Errorf("the README's block after %q: exit %d", suggestCleanupHeading, r.Code)
-		}
+		cleanUp(t, e)
 		if diff := cmp.Diff(deleteNamespaceWithTeardownLeftovers, leftovers(before, snapshot(ctx, t))); diff != "" {
 			t.Errorf("left after the README's cleanup (-want +got):\n%s", diff)
 		}
 	})
 }
+
+// cleanUp runs the README's block that deletes what was applied apart
+// from the release, once the plan has run.
+func cleanUp(t *testing.T, e *harness.Env) {
+	t.Helper()
+	lines, err := testenv.ShellBlock(docsFile, suggestCleanupHeading)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Shell(time.Minute, "", strings.Join(lines, "\n"))
+	t.Logf("$ %s: exit %d in %s\n%s", strings.Join(lines, "\n"), r.Code, r.Took.Round(time.Millisecond), r.Out)
+	if r.Code != 0 {
+		t.Errorf("the README's block after %q: exit %d", suggestCleanupHeading, r.Code)
+	}
+}
+
+// suggestedGrants is the grants' ClusterRole, as leftovers names it:
+// both README blocks apply it apart from the release, and nothing deletes
+// it but the README's cleanup.
+const suggestedGrants = "clusterroles.rbac.authorization.k8s.io teardown-" + harness.Plan
 
 // kubectlAppliedLeftovers is what `kubectl delete ns` leaves with the
 // suggestion applied by kubectl: what the hand-written plan leaves (the
@@ -124,7 +142,7 @@ func TestSuggestedPlan(t *testing.T) {
 // applied them, with the README's block (the controller's finalizer stays
 // on a Teardown until it is deleted).
 var kubectlAppliedLeftovers = sorted(deleteNamespaceWithTeardownLeftovers, []string{
-	"clusterroles.rbac.authorization.k8s.io teardown-" + harness.Plan,
+	suggestedGrants,
 	"teardowns.teardown.dev " + harness.Plan + " finalizers teardown.dev/teardown",
 })
 

@@ -33,6 +33,10 @@ type Facts struct {
 	// ReleaseValues are the latest record's values: the chart's defaults
 	// (which say where the chart takes extra objects) and the user's.
 	ReleaseValues helmrelease.Values
+	// ReleaseRecords are the names of the release's records (Secrets),
+	// sorted, and ReleaseRevision the latest record's revision.
+	ReleaseRecords  []string
+	ReleaseRevision int
 
 	ClusterRoles        []rbacv1.ClusterRole
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
@@ -81,14 +85,12 @@ func Gather(ctx context.Context, c *resource.Clients, target Target) (*Facts, er
 	f := &Facts{Release: target.Release}
 	ns := target.Namespace
 	if f.Release != "" {
-		objs, values, err := releaseObjects(ctx, c, ns, f.Release)
-		if err != nil {
+		if err := readRelease(ctx, c, f, ns); err != nil {
 			return nil, err
 		}
-		f.ReleaseObjects, f.ReleaseValues = objs, values
 		if target.Deployment == "" {
 			var names []string
-			for _, o := range objs {
+			for _, o := range f.ReleaseObjects {
 				if o.GetKind() == "Deployment" && o.GroupVersionKind().Group == "apps" {
 					names = append(names, o.GetName())
 				}
@@ -109,7 +111,7 @@ func Gather(ctx context.Context, c *resource.Clients, target Target) (*Facts, er
 	f.Deployment = d
 	if f.Release == "" && d.Annotations[helmReleaseName] != "" && d.Annotations[helmReleaseNamespace] == ns {
 		f.Release = d.Annotations[helmReleaseName]
-		if f.ReleaseObjects, f.ReleaseValues, err = releaseObjects(ctx, c, ns, f.Release); err != nil {
+		if err := readRelease(ctx, c, f, ns); err != nil {
 			return nil, err
 		}
 	}
@@ -155,24 +157,33 @@ const (
 	helmReleaseNamespace = "meta.helm.sh/release-namespace"
 )
 
-func releaseObjects(ctx context.Context, c *resource.Clients, ns, name string) ([]*unstructured.Unstructured, helmrelease.Values, error) {
+// readRelease reads f.Release's records in ns: the objects and values of
+// the latest, the names of all.
+func readRelease(ctx context.Context, c *resource.Clients, f *Facts, ns string) error {
+	name := f.Release
 	l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(helmrelease.Labels(name))})
 	if err != nil {
-		return nil, helmrelease.Values{}, fmt.Errorf("listing the records of helm release %s in namespace %s: %w", name, ns, err)
+		return fmt.Errorf("listing the records of helm release %s in namespace %s: %w", name, ns, err)
 	}
 	latest := helmrelease.Latest(l.Items)
 	if latest == nil {
-		return nil, helmrelease.Values{}, fmt.Errorf("helm release %s not found in namespace %s (no Secret labelled owner=helm,name=%s)", name, ns, name)
+		return fmt.Errorf("helm release %s not found in namespace %s (no Secret labelled owner=helm,name=%s)", name, ns, name)
 	}
 	objs, err := helmrelease.Objects(latest.Data["release"])
 	if err != nil {
-		return nil, helmrelease.Values{}, fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
+		return fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
 	}
 	values, err := helmrelease.ReadValues(latest.Data["release"])
 	if err != nil {
-		return nil, helmrelease.Values{}, fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
+		return fmt.Errorf("reading helm release record %s/%s: %w", ns, latest.Name, err)
 	}
-	return objs, values, nil
+	f.ReleaseObjects, f.ReleaseValues, f.ReleaseRevision = objs, values, helmrelease.Version(*latest)
+	f.ReleaseRecords = nil
+	for _, r := range l.Items {
+		f.ReleaseRecords = append(f.ReleaseRecords, r.Name)
+	}
+	slices.Sort(f.ReleaseRecords)
+	return nil
 }
 
 func labelSelector(m map[string]string) string {

@@ -51,8 +51,11 @@ the plan and the rules. Nothing is changed.
 -o values puts the owner rules and the Teardown in the chart's value for
 extra objects (extraDeploy, extraObjects, extraManifests or extraResources:
 the one the chart's default values in the release's record have) for helm
-upgrade --reuse-values -f, the grants as comments.`,
+upgrade --reuse-values -f, the grants as comments: apply them apart from the
+release, before it (kubectl apply -l teardown.dev/aggregate-to-controller=true
+keeps them alone of -o yaml).`,
 		Example: `  teardown suggest deployment/sriov-network-operator -n sriov-network-operator
+  teardown suggest --release sriov-network-operator -n sriov-network-operator -o yaml | kubectl apply -l teardown.dev/aggregate-to-controller=true -f -
   teardown suggest --release sriov-network-operator -n sriov-network-operator -o values > teardown-values.yaml
   teardown suggest deployment/tigera-operator -n tigera-operator -o yaml | kubectl apply -f -`,
 		Args: cobra.MaximumNArgs(2),

@@ -44,7 +44,7 @@ func Render(w io.Writer, s Suggestion, format, command string) error {
 		}
 		rules = append(rules, lines)
 	}
-	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, delete on what the steps delete, update and delete on the webhook configurations"
+	grantsWhy := "teardown's controller may get, list and watch everything; this ClusterRole (aggregated into its own) grants the rest the plan needs: patch on the trigger (its finalizer), patch and delete on what keepUntilDone keeps (its lien label, then its deletion), escalate on the kept and deleted roles, bind on the roles of the kept bindings, delete on what the steps delete, update and delete on the webhook configurations, delete on the Helm release's records"
 	if len(s.OwnerRules) > 0 {
 		grantsWhy += ", patch on the owners (their finalizer) and delete on the dependents of the owner rules"
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 	"github.com/teardown-dev/teardown/pkg/teardown"
 )
 
@@ -74,6 +75,7 @@ func Suggest(f *Facts) Suggestion {
 	s.deleteRules()
 	s.crdWarnings()
 	s.valuesKey()
+	s.releaseRecords()
 	if n := len(s.out.Teardown.Spec.Steps); n > 64 {
 		s.warn("steps has %d entries, more than the 64 allowed: merge them with selectors", n)
 	}
@@ -209,7 +211,8 @@ func (s *suggester) keep() {
 			keepClusterRole(b.RoleRef.Name, ref)
 		}
 		add(v1alpha1.ClusterLienTarget{APIVersion: rbacAPI, Kind: "ClusterRoleBinding", Name: b.Name}, "clusterrolebindings",
-			fmt.Sprintf("binds ServiceAccount %s/%s to ClusterRole %s%s", s.ns, s.sa, b.RoleRef.Name, writtenBy(&b.ObjectMeta)))
+			fmt.Sprintf("binds ServiceAccount %s/%s to ClusterRole %s%s; %s", s.ns, s.sa, b.RoleRef.Name, writtenBy(&b.ObjectMeta), bindWhy))
+		s.allowBind(b.RoleRef)
 	}
 	saWhy := "the operator's identity (the Deployment's pod template): without it the operator cannot remove its finalizers"
 	if s.sa == "default" {
@@ -231,13 +234,29 @@ func (s *suggester) keep() {
 				fmt.Sprintf("the operator's rights in namespace %s (bound by %s, e.g. its leader-election Lease): kept until its finalizers ran; escalate on it by name lets teardown's controller protect it", b.Namespace, ref))
 		}
 		add(v1alpha1.ClusterLienTarget{APIVersion: rbacAPI, Kind: "RoleBinding", Namespace: b.Namespace, Name: b.Name}, "rolebindings",
-			fmt.Sprintf("binds ServiceAccount %s/%s to %s %s%s", s.ns, s.sa, b.RoleRef.Kind, b.RoleRef.Name, writtenBy(&b.ObjectMeta)))
+			fmt.Sprintf("binds ServiceAccount %s/%s to %s %s%s; %s", s.ns, s.sa, b.RoleRef.Kind, b.RoleRef.Name, writtenBy(&b.ObjectMeta), bindWhy))
+		s.allowBind(b.RoleRef)
 	}
 	if len(bindings) == 0 {
 		s.warn("nothing binds ServiceAccount %s/%s to a role: the operator's rights come from elsewhere (a group, another identity), which the plan cannot keep", s.ns, s.sa)
 	}
 	if n := len(s.out.Teardown.Spec.KeepUntilDone); n > 32 {
 		s.warn("keepUntilDone has %d entries, more than the 32 allowed: merge them with selectors", n)
+	}
+}
+
+// bindWhy is why the grants hold bind on the role of a kept binding.
+const bindWhy = "bind on its role by name lets teardown's controller protect it (kube-apiserver asks for bind, or every right of the role, at each write of a binding, its labels included)"
+
+// allowBind grants bind on the role a kept binding refers to: without it,
+// kube-apiserver refuses teardown's controller the lien's label on the
+// binding unless it holds every right of that role.
+func (s *suggester) allowBind(ref rbacv1.RoleRef) {
+	switch ref.Kind {
+	case "ClusterRole":
+		s.allow(rbacGroup, "clusterroles", ref.Name, "bind")
+	case "Role":
+		s.allow(rbacGroup, "roles", ref.Name, "bind")
 	}
 }
 
@@ -774,6 +793,24 @@ func (s *suggester) valuesKey() {
 	if items, ok := s.f.ReleaseValues.User[s.out.ValuesKey].([]any); ok && len(items) > 0 {
 		s.warn("the release's own values set %s (%d objects): helm upgrade -f with the values form replaces that list; add them to it", s.out.ValuesKey, len(items))
 	}
+}
+
+// releaseRecords grants delete on the Helm release's records: `helm
+// uninstall` stops at what the plan keeps and leaves the release
+// uninstalling, and once the plan has run teardown's controller deletes
+// its records, as a second `helm uninstall` would. By name: the records
+// there are and the next one, which the `helm upgrade` applying the plan
+// writes.
+func (s *suggester) releaseRecords() {
+	if s.f.Release == "" {
+		return
+	}
+	next := s.f.ReleaseRevision + 1
+	for _, name := range append(slices.Clone(s.f.ReleaseRecords), helmrelease.RecordName(s.f.Release, next)) {
+		s.allow("", "secrets", name, "delete")
+	}
+	s.warn("after the plan has run, teardown's controller deletes the records of Helm release %s (helm uninstall stops at what the plan keeps, leaving it uninstalling); the grants name them up to revision %d, that of the helm upgrade applying this plan: after a later upgrade, suggest again, or the release stays uninstalling until a second helm uninstall",
+		s.f.Release, next)
 }
 
 // grant is one verb on one resource (all names when name is empty).

@@ -1,6 +1,7 @@
 package suggest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +136,51 @@ func TestSuggestFindsTheChartsValuesKey(t *testing.T) {
 		}
 		if tc.warn == "" && warned(s, "values") {
 			t.Errorf("%s: a warning about values: %q", tc.name, s.Warnings)
+		}
+	}
+}
+
+// TestSuggestGrantsDeleteOnTheReleaseRecords: teardown's controller
+// deletes the records of a release whose uninstall stopped at what the
+// plan kept, so the grants name them, and the record of the next
+// revision (the upgrade applying the plan); without a release, none.
+func TestSuggestGrantsDeleteOnTheReleaseRecords(t *testing.T) {
+	f := facts(nil, nil)
+	f.Release, f.ReleaseRevision = "op", 2
+	f.ReleaseRecords = []string{"sh.helm.release.v1.op.v1", "sh.helm.release.v1.op.v2"}
+	want := rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"delete"},
+		ResourceNames: []string{"sh.helm.release.v1.op.v1", "sh.helm.release.v1.op.v2", "sh.helm.release.v1.op.v3"},
+	}
+	s := Suggest(f)
+	if !slices.ContainsFunc(s.Grants.Rules, func(r rbacv1.PolicyRule) bool { return cmp.Equal(r, want) }) {
+		t.Errorf("with release op at revision 2: grants %v, want the rule %v", s.Grants.Rules, want)
+	}
+	if !warned(s, "the grants name them up to revision 3") {
+		t.Errorf("with release op: no warning about its records in %q", s.Warnings)
+	}
+	if s := Suggest(facts(nil, nil)); slices.ContainsFunc(s.Grants.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "secrets") }) {
+		t.Errorf("without a release: grants on secrets %v", s.Grants.Rules)
+	}
+}
+
+// TestSuggestGrantsBindOnTheRolesOfKeptBindings: kube-apiserver asks
+// whoever writes a binding (the lien's label on a kept one) for bind on
+// its role, unless it holds every right of the role; the grants name it.
+func TestSuggestGrantsBindOnTheRolesOfKeptBindings(t *testing.T) {
+	f := facts(nil, nil)
+	f.Roles = []rbacv1.Role{{ObjectMeta: metav1.ObjectMeta{Namespace: "op-system", Name: "op-leader"}}}
+	f.RoleBindings = []rbacv1.RoleBinding{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "op-system", Name: "op-leader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "op"}},
+		RoleRef:    rbacv1.RoleRef{Kind: "Role", Name: "op-leader"},
+	}}
+	s := Suggest(f)
+	for _, want := range []struct{ resource, name string }{{"clusterroles", "op"}, {"roles", "op-leader"}} {
+		if !slices.ContainsFunc(s.Grants.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.Resources, want.resource) && slices.Contains(r.ResourceNames, want.name) && slices.Contains(r.Verbs, "bind")
+		}) {
+			t.Errorf("no bind on %s %s in the grants %v", want.resource, want.name, s.Grants.Rules)
 		}
 	}
 }
