@@ -313,9 +313,8 @@ func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 }
 
 // Done sets item's namespace free and puts the requests held for it back
-// in the queue.
+// in the queue, ahead of item itself if it is queued again.
 func (r *rateLimitingQueue) Done(item reconcile.Request) {
-	r.TypedRateLimitingInterface.Done(item)
 	ns := ByNamespace(item)
 	r.mu.Lock()
 	delete(r.busy, ns)
@@ -338,6 +337,9 @@ func (r *rateLimitingQueue) Done(item reconcile.Request) {
 		r.TypedRateLimitingInterface.Done(h) // queued again at once if an event came meanwhile
 		r.TypedRateLimitingInterface.Add(h)
 	}
+	// Last: item, if an event came while it was worked on (its own writes
+	// often), is queued again behind the requests that waited for it.
+	r.TypedRateLimitingInterface.Done(item)
 }
 
 // eventDelay is how long an event's request waits for its namespace's

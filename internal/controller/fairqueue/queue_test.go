@@ -514,3 +514,23 @@ func TestEventsAreNotMadeResyncs(t *testing.T) {
 		}
 	})
 }
+
+// Requests held back while their namespace was busy keep their place
+// ahead of the request worked on, queued again by an event meanwhile (a
+// lien's own status write): a batch of liens in one namespace is applied
+// one after the other, not the first twice before the second.
+func TestHeldRequestsGoFirst(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	q.Add(req("a", "1"))
+	worked, _ := q.Get()
+	q.Add(req("a", "2"))
+	q.Add(req("b", "1"))
+	other, _ := q.Get() // a/2 held: a is busy
+	q.Add(req("a", "1"))
+	q.Done(worked)
+	q.Done(other)
+	if r, _ := q.Get(); r != req("a", "2") {
+		t.Errorf("handed out %v, want a/2 (held since before a/1 was queued again)", r)
+	}
+}
