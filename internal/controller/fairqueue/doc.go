@@ -39,8 +39,10 @@
 // one after the other instead of all at once, sharing the client's budget,
 // each Ready only at the end of the lot. A request popped while its
 // namespace is busy is held back and queued again, in the class it was
-// handed out in, when the namespace is free; being popped and held back
-// does not count in the resyncs' turns (TestHeldRequestsDoNotHurryResyncs).
+// handed out in, when the namespace is free, ahead of the request that
+// set it free if an event queued that one again (TestHeldRequestsGoFirst);
+// being popped and held back does not count in the resyncs' turns
+// (TestHeldRequestsDoNotHurryResyncs).
 //
 // It is the ordering inside client-go's queue (workqueue.Queue), so the
 // queue keeps its guarantees: an item queued twice is queued once, an item
