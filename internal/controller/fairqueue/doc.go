@@ -19,6 +19,15 @@
 // busy; taking turns with them, a new lien waited for one resync of each
 // of the hundred namespaces (docs/benchmarks.md, section 7).
 //
+// What queued a request is known when it is added, not when it was
+// scheduled: resyncs wait for their time in a delaying queue of their own
+// and are marked resyncs as they come due. An event for a request being
+// worked on queues it again at its Done, which comes after the reconcile
+// asked for its next resync: that push is the event's, among the events.
+// (Marked when the RequeueAfter was asked for, such events were queued as
+// resyncs, and under load waited behind every resync: TestEventsAreNotMadeResyncs,
+// TestNoisyNeighbourWithSeveralWorkers.)
+//
 // Paced adds pacing: a token bucket per namespace for the requests events
 // make, and one for all resyncs, so that neither one tenant's churn nor
 // the resyncs of many liens take the whole client budget a new lien
@@ -28,7 +37,12 @@
 // at a time: a tenant's churn holds one worker at most, the others serve
 // the other namespaces; and a batch of liens in one namespace is applied
 // one after the other instead of all at once, sharing the client's budget,
-// each Ready only at the end of the lot.
+// each Ready only at the end of the lot. A request popped while its
+// namespace is busy is held back and queued again, in the class it was
+// handed out in, when the namespace is free, ahead of the request that
+// set it free if an event queued that one again (TestHeldRequestsGoFirst);
+// being popped and held back does not count in the resyncs' turns
+// (TestHeldRequestsDoNotHurryResyncs).
 //
 // It is the ordering inside client-go's queue (workqueue.Queue), so the
 // queue keeps its guarantees: an item queued twice is queued once, an item

@@ -13,21 +13,30 @@ import (
 // of the key whose turn it is, then the next key. Keys with nothing queued
 // take no turn. Items queued by a periodic resync (Later) wait behind the
 // others: they are handed out when nothing else is queued, or every
-// laterEvery-th pop, so that a backlog of resyncs across every namespace
-// never delays an event, and resyncs still go on under sustained load.
-// Push, Pop, Touch and Len are called under client-go's queue lock; Later
-// and Soon may be called at any time.
+// laterEvery-th item handed out, so that a backlog of resyncs across every
+// namespace never delays an event, and resyncs still go on under sustained
+// load. Push, Pop, Touch and Len are called under client-go's queue lock;
+// Later, Soon and Skipped may be called at any time.
 type Queue[T comparable] struct {
 	key   func(T) string
 	soon  turns[T]
 	later turns[T]
-	pops  int
 
-	mu          sync.Mutex     // guards resync, inLater, poppedLater
-	resync      map[T]struct{} // items whose next Push is a resync's
+	mu          sync.Mutex     // guards the fields below, and pops
+	next        map[T]addedBy  // why an item was last added, until its Push or Touch
 	inLater     map[T]struct{} // items queued in later
 	poppedLater map[T]struct{} // items Pop handed out from later, until WasLater
+	sinceLater  int            // events handed out since the last resync
+	beforePop   int            // sinceLater before the last Pop, for Skipped
 }
+
+// addedBy is what added an item: an event, or its periodic resync.
+type addedBy int8
+
+const (
+	byEvent addedBy = iota + 1
+	byResync
+)
 
 // laterEvery is how often a resync is handed out while events are queued.
 const laterEvery = 8
@@ -99,18 +108,24 @@ func New[T comparable](key func(T) string) *Queue[T] {
 		key:         key,
 		soon:        turns[T]{items: map[string][]T{}},
 		later:       turns[T]{items: map[string][]T{}},
-		resync:      map[T]struct{}{},
+		next:        map[T]addedBy{},
 		inLater:     map[T]struct{}{},
 		poppedLater: map[T]struct{}{},
 	}
 }
 
-// Later marks item's next Push as a periodic resync's, unless Soon comes
-// first.
+// Later says item is being added by its periodic resync, as it comes due:
+// its next Push is among the resyncs, unless an event wants it too (Soon,
+// before or after). Call it right before adding the item, not when the
+// resync is scheduled: an item added by an event while it is worked on is
+// pushed again when it is done, after its reconcile asked for its next
+// resync, and that push is the event's.
 func (q *Queue[T]) Later(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.resync[item] = struct{}{}
+	if q.next[item] != byEvent {
+		q.next[item] = byResync
+	}
 }
 
 // Soon says item is wanted for an event: its next Push, or its place if it
@@ -118,16 +133,16 @@ func (q *Queue[T]) Later(item T) {
 func (q *Queue[T]) Soon(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.resync, item)
+	q.next[item] = byEvent
 }
 
-// Push adds item at the end of its key's FIFO, among the resyncs if Later
-// marked it; a key that had nothing queued takes its turn after the keys
-// waiting now.
+// Push adds item at the end of its key's FIFO, among the resyncs if only
+// its resync added it (Later); a key that had nothing queued takes its
+// turn after the keys waiting now.
 func (q *Queue[T]) Push(item T) {
 	q.mu.Lock()
-	_, later := q.resync[item]
-	delete(q.resync, item)
+	later := q.next[item] == byResync
+	delete(q.next, item)
 	if later {
 		q.inLater[item] = struct{}{}
 	}
@@ -142,16 +157,29 @@ func (q *Queue[T]) Push(item T) {
 // Pop returns the oldest item of the key whose turn it is, events first.
 // The queue must not be empty (client-go's queue checks Len first).
 func (q *Queue[T]) Pop() T {
-	q.pops++
-	if q.later.n > 0 && (q.soon.n == 0 || q.pops%laterEvery == 0) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.beforePop = q.sinceLater
+	if q.later.n > 0 && (q.soon.n == 0 || q.sinceLater >= laterEvery-1) {
 		item := q.later.pop()
-		q.mu.Lock()
+		q.sinceLater = 0
 		delete(q.inLater, item)
 		q.poppedLater[item] = struct{}{}
-		q.mu.Unlock()
 		return item
 	}
+	q.sinceLater++
 	return q.soon.pop()
+}
+
+// Skipped says the item Pop last handed out was not worked on but held
+// back (its namespace busy): it does not count in the resyncs' turns.
+// Without it, requests popped and held again and again while their
+// namespace is busy would give the resyncs far more than one turn in
+// laterEvery, ahead of events.
+func (q *Queue[T]) Skipped() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sinceLater = q.beforePop
 }
 
 // Touch is called for an item queued again while it waits: it keeps its
@@ -160,8 +188,8 @@ func (q *Queue[T]) Pop() T {
 func (q *Queue[T]) Touch(item T) {
 	q.mu.Lock()
 	_, queuedLater := q.inLater[item]
-	_, stillLater := q.resync[item]
-	promote := queuedLater && !stillLater
+	promote := queuedLater && q.next[item] == byEvent
+	delete(q.next, item)
 	if promote {
 		delete(q.inLater, item)
 	}
@@ -206,11 +234,15 @@ type Pacing struct {
 // rateLimitingQueue routes its callers' adds: a delayed add of at least
 // ResyncAfter (a reconcile's RequeueAfter) is a resync, any other add an
 // event. Its own retries (AddRateLimited) go to the inner queue as they are.
+// Resyncs wait in a delaying queue of their own (resyncs), and are marked
+// Later only as they come due: the inner queue's delays could not tell,
+// when an item is pushed, whether its delay or an event pushed it.
 type rateLimitingQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	q      *Queue[reconcile.Request]
-	pacing Pacing
-	resync *rate.Limiter
+	q       *Queue[reconcile.Request]
+	pacing  Pacing
+	resync  *rate.Limiter
+	resyncs workqueue.TypedDelayingInterface[reconcile.Request]
 
 	now func() time.Time // time.Now; a test's clock
 
@@ -271,6 +303,7 @@ func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 				r.heldLater[item] = struct{}{}
 			}
 			r.mu.Unlock()
+			r.q.Skipped()
 			continue
 		}
 		r.busy[ns] = true
@@ -280,9 +313,8 @@ func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 }
 
 // Done sets item's namespace free and puts the requests held for it back
-// in the queue.
+// in the queue, ahead of item itself if it is queued again.
 func (r *rateLimitingQueue) Done(item reconcile.Request) {
-	r.TypedRateLimitingInterface.Done(item)
 	ns := ByNamespace(item)
 	r.mu.Lock()
 	delete(r.busy, ns)
@@ -295,12 +327,19 @@ func (r *rateLimitingQueue) Done(item reconcile.Request) {
 	}
 	r.mu.Unlock()
 	for i, h := range held {
+		// Its class is the one it was handed out in (a resync that came
+		// due while it was held does not make an event a resync).
 		if later[i] {
 			r.q.Later(h)
+		} else {
+			r.q.Soon(h)
 		}
 		r.TypedRateLimitingInterface.Done(h) // queued again at once if an event came meanwhile
 		r.TypedRateLimitingInterface.Add(h)
 	}
+	// Last: item, if an event came while it was worked on (its own writes
+	// often), is queued again behind the requests that waited for it.
+	r.TypedRateLimitingInterface.Done(item)
 }
 
 // eventDelay is how long an event's request waits for its namespace's
@@ -344,11 +383,40 @@ func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
 		r.TypedRateLimitingInterface.AddAfter(item, d)
 		return
 	}
-	r.q.Later(item)
 	if r.resync != nil {
 		d = max(d, r.resync.Reserve().Delay())
 	}
-	r.TypedRateLimitingInterface.AddAfter(item, d)
+	r.resyncs.AddAfter(item, d)
+}
+
+// resyncsDue adds each resync to the queue as it comes due, until the
+// queue shuts down.
+func (r *rateLimitingQueue) resyncsDue() {
+	for {
+		item, shutdown := r.resyncs.Get()
+		if shutdown {
+			return
+		}
+		r.resyncDue(item)
+		r.resyncs.Done(item)
+	}
+}
+
+// resyncDue adds item for its resync, among the resyncs unless an event
+// wants it too.
+func (r *rateLimitingQueue) resyncDue(item reconcile.Request) {
+	r.q.Later(item)
+	r.TypedRateLimitingInterface.Add(item)
+}
+
+func (r *rateLimitingQueue) ShutDown() {
+	r.resyncs.ShutDown()
+	r.TypedRateLimitingInterface.ShutDown()
+}
+
+func (r *rateLimitingQueue) ShutDownWithDrain() {
+	r.resyncs.ShutDown() // resyncs not due yet are not work in progress
+	r.TypedRateLimitingInterface.ShutDownWithDrain()
 }
 
 // NewRateLimitingQueue is controller-runtime's default queue (a rate
@@ -382,6 +450,8 @@ func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request])
 		if p.ResyncRate > 0 {
 			r.resync = rate.NewLimiter(rate.Limit(p.ResyncRate), 1)
 		}
+		r.resyncs = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{})
+		go r.resyncsDue()
 		return r
 	}
 }

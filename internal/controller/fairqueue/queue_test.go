@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -120,8 +121,7 @@ func TestRequeueAfterIsAResync(t *testing.T) {
 	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	rl := q.(*rateLimitingQueue)
-	rl.q.Later(req("a", "resync")) // as AddAfter(item, ResyncAfter) marks it, without the wait
-	rl.TypedRateLimitingInterface.Add(req("a", "resync"))
+	rl.resyncDue(req("a", "resync")) // as AddAfter(item, ResyncAfter) does, without the wait
 	q.Add(req("b", "event"))
 	first, _ := q.Get()
 	second, _ := q.Get()
@@ -245,8 +245,7 @@ func TestHeldRequestsKeepTheirClass(t *testing.T) {
 	rl := q.(*rateLimitingQueue)
 	q.Add(req("a", "1"))
 	first, _ := q.Get()
-	rl.q.Later(req("a", "resync")) // as AddAfter(item, ResyncAfter) marks it, without the wait
-	rl.TypedRateLimitingInterface.Add(req("a", "resync"))
+	rl.resyncDue(req("a", "resync")) // as AddAfter(item, ResyncAfter) does, without the wait
 	got := make(chan reconcile.Request)
 	go func() {
 		r, _ := q.Get() // takes a/resync, holds it (a is busy), then waits
@@ -277,5 +276,261 @@ func TestHeldRequestsKeepTheirClass(t *testing.T) {
 	third, _ := q.Get()
 	if second != req("c", "1") || third != req("a", "resync") {
 		t.Errorf("handed out %v, %v; want c/1, then a/resync (a resync still)", second, third)
+	}
+}
+
+// simulation drives a rate-limiting queue the way controller-runtime's
+// workers do, in counted steps instead of time, one goroutine, so that
+// every run is the same: each of its workers takes a request (Get) when
+// one is free to take, works on it for a number of steps, then requeues
+// it for its resync (AddAfter of a minute: the lien controller's
+// RequeueAfter) and calls Done. The test says what arrives at each step:
+// events (Add), resyncs coming due, probes.
+type simulation struct {
+	q        *rateLimitingQueue
+	workers  []simWorker
+	steps    int // steps each request is worked on
+	handed   int // requests handed out so far
+	onTake   func(reconcile.Request)
+	maxQueue int
+}
+
+type simWorker struct {
+	item reconcile.Request
+	left int
+	busy bool
+}
+
+// takeable reports whether a Get would hand a request out now, not wait:
+// a request is queued whose namespace no worker is on.
+func (s *simulation) takeable() bool {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	for _, t := range []*turns[reconcile.Request]{&s.q.q.soon, &s.q.q.later} {
+		for ns := range t.items {
+			if !s.q.busy[ns] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// step finishes the requests whose work is done, then gives each free
+// worker a request while one is free to take.
+func (s *simulation) step() {
+	for i := range s.workers {
+		w := &s.workers[i]
+		if !w.busy {
+			continue
+		}
+		if w.left--; w.left > 0 {
+			continue
+		}
+		s.q.AddAfter(w.item, time.Minute)
+		s.q.Done(w.item)
+		w.busy = false
+	}
+	for i := range s.workers {
+		w := &s.workers[i]
+		if w.busy || !s.takeable() {
+			continue
+		}
+		item, _ := s.q.Get()
+		s.handed++
+		*w = simWorker{item: item, left: s.steps, busy: true}
+		if s.onTake != nil {
+			s.onTake(item)
+		}
+	}
+	s.maxQueue = max(s.maxQueue, s.q.Len())
+}
+
+// A noisy namespace re-adding its 30 requests all the time, 1,000 liens
+// in 100 other namespaces coming due for their resyncs (one every 3
+// steps), and a probe (a new lien in a quiet namespace) every 8 steps,
+// whose first reconcile writes to it (its finalizer, its status: an event
+// while it is worked on), with 4 workers. Every request an event wants in
+// a quiet namespace (a probe, and the probe's second reconcile) is handed
+// out before more than a few requests of others (one of each other
+// namespace with events queued, and a resync in laterEvery), however many
+// resyncs wait; resyncs still get one turn in laterEvery; and when there
+// is room for all the work (each request worked on for 5 steps: room for
+// 0.8 requests a step, work for 0.78) the queue does not grow. With 6
+// steps there is room for the events (the noisy namespace, one worker at
+// a time, and the probes) but not for every resync: those wait, the
+// events do not.
+//
+// An event while a request is worked on used to be pushed as a resync
+// when the reconcile asked for its next resync (RequeueAfter) before
+// Done: a probe's second reconcile waited behind every resync, over a
+// thousand requests.
+func TestNoisyNeighbourWithSeveralWorkers(t *testing.T) {
+	for _, steps := range []int{5, 6} {
+		t.Run(fmt.Sprint(steps, " steps a request"), func(t *testing.T) {
+			noisyNeighbour(t, steps)
+		})
+	}
+}
+
+func noisyNeighbour(t *testing.T, workSteps int) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+	defer q.ShutDown()
+	s := &simulation{q: q, workers: make([]simWorker, 4), steps: workSteps}
+	wanted := map[reconcile.Request]int{} // quiet requests an event wants: s.handed at the event
+	probes := map[reconcile.Request]bool{}
+	var waits []int
+	var selfEvents []reconcile.Request
+	resyncs := 0
+	s.onTake = func(r reconcile.Request) {
+		if at, ok := wanted[r]; ok {
+			waits = append(waits, s.handed-1-at)
+			delete(wanted, r)
+		} else if r.Namespace != "noisy" {
+			resyncs++
+		}
+		if probes[r] {
+			delete(probes, r)
+			selfEvents = append(selfEvents, r)
+		}
+	}
+	event := func(r reconcile.Request) {
+		if _, ok := wanted[r]; !ok && r.Namespace != "noisy" {
+			wanted[r] = s.handed
+		}
+		q.Add(r)
+	}
+	quiet := func(i int) reconcile.Request {
+		return req(fmt.Sprintf("quiet-%02d", i%100), fmt.Sprint("lien-", i/100))
+	}
+	const steps = 4000
+	var queueAtHalf, maxEvents int
+	for n := range steps {
+		for _, r := range selfEvents {
+			event(r) // the probe's own writes, while it is worked on
+		}
+		selfEvents = nil
+		for i := range 2 {
+			event(req("noisy", fmt.Sprint("lien-", (2*n+i)%30)))
+		}
+		if n%3 == 0 {
+			q.resyncDue(quiet(n / 3 % 1000))
+		}
+		if n%8 == 0 {
+			p := req(fmt.Sprintf("quiet-%02d", n/8%100), fmt.Sprint("probe-", n/8))
+			probes[p] = true
+			event(p)
+		}
+		s.step()
+		maxEvents = max(maxEvents, q.q.soon.n)
+		if n == steps/2 {
+			queueAtHalf = q.Len()
+		}
+	}
+	worst := slices.Max(waits)
+	t.Logf("handed out %d requests: %d wanted by events in quiet namespaces (the worst waited for %d others), %d resyncs; queued: %d half way, %d at the end, at most %d events",
+		s.handed, len(waits), worst, resyncs, queueAtHalf, q.Len(), maxEvents)
+	if len(wanted) > 2 {
+		t.Errorf("%d requests wanted by events never handed out", len(wanted))
+	}
+	if worst > 2+laterEvery {
+		t.Errorf("a request wanted by an event waited for %d requests of others, want at most %d", worst, 2+laterEvery)
+	}
+	if maxEvents > 30+4 {
+		t.Errorf("%d requests queued for events at once, want at most the noisy namespace's 30 and a few", maxEvents)
+	}
+	if resyncs < s.handed/laterEvery {
+		t.Errorf("%d resyncs of %d requests handed out, want one in %d at least", resyncs, s.handed, laterEvery)
+	}
+	if roomForAll := workSteps == 5; roomForAll && q.Len() > queueAtHalf+10 {
+		t.Errorf("the queue grew from %d requests half way to %d at the end", queueAtHalf, q.Len())
+	}
+}
+
+// Requests popped and held back while their namespace is busy are not
+// handed out: they do not count in the resyncs' turns, which stay one in
+// laterEvery of the requests handed out while events wait.
+func TestHeldRequestsDoNotHurryResyncs(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+	defer q.ShutDown()
+	q.Add(req("busy", "0"))
+	busy, _ := q.Get()
+	for i := range 4 * laterEvery {
+		q.Add(req("busy", fmt.Sprint(i+1)))
+		q.Add(req("b", fmt.Sprint(i)))
+		q.resyncDue(req("c", fmt.Sprint("resync", i)))
+	}
+	resyncs := 0
+	for range 2 * laterEvery {
+		r, _ := q.Get()
+		if r.Namespace == "busy" {
+			t.Fatalf("handed out %v while busy/0 is worked on", r)
+		}
+		if r.Namespace == "c" {
+			resyncs++
+		}
+		q.Done(r)
+	}
+	if resyncs != 2 {
+		t.Errorf("%d resyncs among the first %d requests handed out, want 2 (one in %d)", resyncs, 2*laterEvery, laterEvery)
+	}
+	q.Done(busy)
+}
+
+// An event for a request being worked on, or held back while its
+// namespace is busy, stays an event when the request is queued again,
+// whatever resync is asked for or comes due meanwhile: it is handed out
+// before a resync queued earlier.
+func TestEventsAreNotMadeResyncs(t *testing.T) {
+	t.Run("worked on", func(t *testing.T) {
+		q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+		defer q.ShutDown()
+		q.Add(req("a", "1"))
+		worked, _ := q.Get()
+		q.Add(req("a", "1")) // its own status write, say
+		q.resyncDue(req("a", "1"))
+		q.resyncDue(req("c", "resync"))
+		q.AddAfter(req("a", "1"), time.Minute) // the reconcile's RequeueAfter, then Done
+		q.Done(worked)
+		if r, _ := q.Get(); r != req("a", "1") {
+			t.Errorf("handed out %v, want a/1 (an event) before c/resync", r)
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+		defer q.ShutDown()
+		q.Add(req("a", "1"))
+		worked, _ := q.Get()
+		q.Add(req("a", "2"))
+		q.Add(req("b", "1"))
+		if r, _ := q.Get(); r != req("b", "1") { // a/2 held: a is busy
+			t.Fatalf("handed out %v, want b/1", r)
+		}
+		q.resyncDue(req("a", "2"))
+		q.resyncDue(req("c", "resync"))
+		q.Done(worked)
+		if r, _ := q.Get(); r != req("a", "2") {
+			t.Errorf("handed out %v, want a/2 (an event) before c/resync", r)
+		}
+	})
+}
+
+// Requests held back while their namespace was busy keep their place
+// ahead of the request worked on, queued again by an event meanwhile (a
+// lien's own status write): a batch of liens in one namespace is applied
+// one after the other, not the first twice before the second.
+func TestHeldRequestsGoFirst(t *testing.T) {
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	q.Add(req("a", "1"))
+	worked, _ := q.Get()
+	q.Add(req("a", "2"))
+	q.Add(req("b", "1"))
+	other, _ := q.Get() // a/2 held: a is busy
+	q.Add(req("a", "1"))
+	q.Done(worked)
+	q.Done(other)
+	if r, _ := q.Get(); r != req("a", "2") {
+		t.Errorf("handed out %v, want a/2 (held since before a/1 was queued again)", r)
 	}
 }

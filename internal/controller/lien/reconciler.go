@@ -79,16 +79,16 @@ type Options struct {
 
 // DefaultWorkers is how many requests each lien controller works on at
 // once (teardown controller --lien-workers). The queue hands out one
-// request per namespace at a time (fairqueue), so with several workers a
-// tenant's churn holds one worker at most and a batch of liens in one
-// namespace is applied one after the other (TestWatchesGrowWithKindsNotEntries
-// passes with 4). But 4 workers measured worse under a noisy neighbour
-// than one (docs/benchmarks.md, section 7: p99 11.5 s at 1,000 liens,
-// against 0.91 s), for a cause not found yet: one stays the default.
-// Requests on the same object are safe in parallel: every write of
-// markers is optimistic-locked and read again on a conflict, and the
-// queue never hands one request to two workers.
-const DefaultWorkers = 1
+// request per namespace at a time (fairqueue), so a tenant's churn holds
+// one worker at most and the others apply liens elsewhere, and a batch of
+// liens in one namespace is applied one after the other
+// (TestWatchesGrowWithKindsNotEntries). With one worker a noisy tenant's
+// paced reconciles, five a second, can keep it busy all the time, and a
+// new lien elsewhere waits for the one in progress (docs/benchmarks.md,
+// section 7). Requests on the same object are safe in parallel: every
+// write of markers is optimistic-locked and read again on a conflict,
+// and the queue never hands one request to two workers.
+const DefaultWorkers = 4
 
 // pacing keeps the controller's client budget (50 requests a second by
 // default, a steady reconcile making two or three) from being all taken
