@@ -131,12 +131,8 @@ func ruleOwner(r *v1alpha1.OwnerRule, m *apimeta.RESTMapping, owner, target *uns
 func ruleFindings(f *Facts) []Finding {
 	var out []Finding
 	for _, ro := range f.RuleOwners {
-		why := fmt.Sprintf("teardown why %s/%s", ro.Kind, ro.Name)
-		if ro.Namespace != "" {
-			why += " -n " + ro.Namespace
-		}
-		describe := "kubectl describe ownerrule " + ro.Rule
-		rule := Fact{"rule", "OwnerRule " + ro.Rule}
+		why := whyCommand(ro.Kind, ro.Namespace, ro.Name)
+		describe, rule := "kubectl describe ownerrule "+ro.Rule, Fact{"rule", "OwnerRule " + ro.Rule}
 		owner := Fact{"owner", ro.Owner}
 		switch {
 		case ro.Refused:
@@ -206,6 +202,14 @@ func ruleConsequence(ro RuleOwner) string {
 		return "the owner's " + dependents.PolicyLabel + " is OrphanUnlessConfirmed and the owner lacks " + dependents.ConfirmDeletionAnnotation + "=true: deleting the owner leaves it"
 	}
 	return "teardown deletes it when that owner is deleted, before the owner goes"
+}
+
+// whyCommand is `teardown why` on an object, as a person types it.
+func whyCommand(kind, ns, name string) string {
+	if ns == "" {
+		return fmt.Sprintf("teardown why %s/%s", kind, name)
+	}
+	return fmt.Sprintf("teardown why %s/%s -n %s", kind, name, ns)
 }
 
 func klogRef(ns, name string) string {
@@ -312,12 +316,8 @@ func ruleDependentFindings(f *Facts) []Finding {
 	policy := RuleOwner{Policy: obj.GetLabels()[dependents.PolicyLabel], Confirmed: dependents.Confirmed(obj)}
 	var out []Finding
 	for _, rd := range f.RuleDependents {
-		why := fmt.Sprintf("teardown why %s/%s", rd.Kind, rd.Name)
-		if rd.Namespace != "" {
-			why += " -n " + rd.Namespace
-		}
-		describe := "kubectl describe ownerrule " + rd.Rule
-		rule := Fact{"rule", "OwnerRule " + rd.Rule}
+		why := whyCommand(rd.Kind, rd.Namespace, rd.Name)
+		describe, rule := "kubectl describe ownerrule "+rd.Rule, Fact{"rule", "OwnerRule " + rd.Rule}
 		dep := Fact{"dependent", rd.Dependent}
 		switch {
 		case rd.Refused:
