@@ -94,8 +94,9 @@ func Gather(ctx context.Context, c *resource.Clients, t *cliresource.Info, now t
 	}
 	f.Plans = doctor.GatherPlans(ctx, c.Dynamic)
 	if !isNamespace {
-		f.RuleOwners = gatherRuleOwners(ctx, c, f)
-		f.RuleDependents = gatherRuleDependents(ctx, c, f)
+		rules := listOwnerRules(ctx, c)
+		f.RuleOwners = gatherRuleOwners(ctx, c, f, rules)
+		f.RuleDependents = gatherRuleDependents(ctx, c, f, rules)
 		f.NotInForce = gatherNotInForce(ctx, c, f)
 	}
 	if err := gatherPods(ctx, c, f); err != nil {

@@ -47,33 +47,57 @@ type RuleOwner struct {
 	Created, OwnerCreated metav1.Time
 }
 
-// gatherRuleOwners reads the OwnerRules whose dependent kind is the
-// target's, and the owners each names the target from, read in full (their
-// fields name the dependent). What cannot be read is left out: why works
-// without teardown installed.
-func gatherRuleOwners(ctx context.Context, c *resource.Clients, f *Facts) []RuleOwner {
+// listOwnerRules reads the cluster's OwnerRules, once for both sides of
+// the target; none when they cannot be read: why works without teardown
+// installed.
+func listOwnerRules(ctx context.Context, c *resource.Clients) []v1alpha1.OwnerRule {
 	list, err := c.Dynamic.Resource(ownerRulesGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
+	rules := make([]v1alpha1.OwnerRule, 0, len(list.Items))
+	for _, u := range list.Items {
+		var r v1alpha1.OwnerRule
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r) == nil {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+// accepted is a rule's Accepted condition, nil before the controller
+// handled its current spec (a condition about an earlier one says nothing).
+func accepted(r *v1alpha1.OwnerRule) *metav1.Condition {
+	c := apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.OwnerRuleAccepted)
+	if c != nil && c.ObservedGeneration != r.Generation {
+		return nil
+	}
+	return c
+}
+
+// selects tells whether a rule's dependent selector, if any, matches o.
+func selects(d v1alpha1.OwnerRuleDependent, o metav1.Object) bool {
+	if d.Selector == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Selector)
+	return err == nil && sel.Matches(labels.Set(o.GetLabels()))
+}
+
+// gatherRuleOwners reads the OwnerRules whose dependent kind is the
+// target's, and the owners each names the target from, read in full (their
+// fields name the dependent). What cannot be read is left out: why works
+// without teardown installed.
+func gatherRuleOwners(ctx context.Context, c *resource.Clients, f *Facts, rules []v1alpha1.OwnerRule) []RuleOwner {
 	target := f.Object
 	gvk := f.Target.Mapping.GroupVersionKind
 	namespaced := f.Target.Namespaced()
 	var out []RuleOwner
-	for _, u := range list.Items {
-		var r v1alpha1.OwnerRule
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r) != nil {
-			continue
-		}
+	for i := range rules {
+		r := &rules[i]
 		dgv, err := schema.ParseGroupVersion(r.Spec.Dependent.APIVersion)
-		if err != nil || dgv.Group != gvk.Group || r.Spec.Dependent.Kind != gvk.Kind {
+		if err != nil || dgv.Group != gvk.Group || r.Spec.Dependent.Kind != gvk.Kind || !selects(r.Spec.Dependent, target) {
 			continue
-		}
-		if r.Spec.Dependent.Selector != nil {
-			sel, err := metav1.LabelSelectorAsSelector(r.Spec.Dependent.Selector)
-			if err != nil || !sel.Matches(labels.Set(target.GetLabels())) {
-				continue
-			}
 		}
 		ogv, err := schema.ParseGroupVersion(r.Spec.Owner.APIVersion)
 		if err != nil {
@@ -100,7 +124,7 @@ func gatherRuleOwners(ctx context.Context, c *resource.Clients, f *Facts) []Rule
 			if !ok || dns != target.GetNamespace() || dname != target.GetName() || o.GetUID() == target.GetUID() {
 				continue
 			}
-			out = append(out, ruleOwner(&r, m, o, target))
+			out = append(out, ruleOwner(r, m, o, target))
 		}
 	}
 	slices.SortFunc(out, func(a, b RuleOwner) int { return strings.Compare(a.Rule+" "+a.Owner, b.Rule+" "+b.Owner) })
@@ -109,7 +133,7 @@ func gatherRuleOwners(ctx context.Context, c *resource.Clients, f *Facts) []Rule
 
 func ruleOwner(r *v1alpha1.OwnerRule, m *apimeta.RESTMapping, owner, target *unstructured.Unstructured) RuleOwner {
 	ro := RuleOwner{
-		Rule: r.Name, Accepted: apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.OwnerRuleAccepted),
+		Rule: r.Name, Accepted: accepted(r),
 		Owner: m.Resource.GroupResource().String() + " " + klogRef(owner.GetNamespace(), owner.GetName()),
 		Kind:  resource.KindRef(m.GroupVersionKind.GroupKind()), Namespace: owner.GetNamespace(), Name: owner.GetName(),
 		Held:     slices.Contains(owner.GetFinalizers(), dependents.Finalizer),
@@ -117,9 +141,6 @@ func ruleOwner(r *v1alpha1.OwnerRule, m *apimeta.RESTMapping, owner, target *uns
 		Policy:   owner.GetLabels()[dependents.PolicyLabel], Confirmed: dependents.Confirmed(owner),
 		Refused: dependents.RuleRefuses(owner, target),
 		Created: target.GetCreationTimestamp(), OwnerCreated: owner.GetCreationTimestamp(),
-	}
-	if ro.Accepted != nil && ro.Accepted.ObservedGeneration != r.Generation {
-		ro.Accepted = nil // about an earlier spec
 	}
 	return ro
 }
@@ -249,18 +270,11 @@ func (rd RuleDependent) bound() bool {
 // target's, and the dependent each names from the target's fields, as
 // metadata. A dependent that is not there, or that the rule's selector
 // does not match, is left out, and so is what cannot be read.
-func gatherRuleDependents(ctx context.Context, c *resource.Clients, f *Facts) []RuleDependent {
-	list, err := c.Dynamic.Resource(ownerRulesGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
+func gatherRuleDependents(ctx context.Context, c *resource.Clients, f *Facts, rules []v1alpha1.OwnerRule) []RuleDependent {
 	gvk := f.Target.Mapping.GroupVersionKind
 	var out []RuleDependent
-	for _, u := range list.Items {
-		var r v1alpha1.OwnerRule
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r) != nil {
-			continue
-		}
+	for i := range rules {
+		r := &rules[i]
 		ogv, err := schema.ParseGroupVersion(r.Spec.Owner.APIVersion)
 		if err != nil || ogv.Group != gvk.Group || r.Spec.Owner.Kind != gvk.Kind {
 			continue
@@ -279,24 +293,15 @@ func gatherRuleDependents(ctx context.Context, c *resource.Clients, f *Facts) []
 			continue
 		}
 		dep, err := c.Metadata.Resource(m.Resource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || dep.GetUID() == f.Object.GetUID() {
+		if err != nil || dep.GetUID() == f.Object.GetUID() || !selects(r.Spec.Dependent, dep) {
 			continue
 		}
-		if r.Spec.Dependent.Selector != nil {
-			sel, err := metav1.LabelSelectorAsSelector(r.Spec.Dependent.Selector)
-			if err != nil || !sel.Matches(labels.Set(dep.GetLabels())) {
-				continue
-			}
-		}
 		rd := RuleDependent{
-			Rule: r.Name, Accepted: apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.OwnerRuleAccepted),
+			Rule: r.Name, Accepted: accepted(r),
 			Dependent: m.Resource.GroupResource().String() + " " + klogRef(ns, name),
 			Kind:      resource.KindRef(m.GroupVersionKind.GroupKind()), Namespace: ns, Name: name, UID: dep.GetUID(),
 			Deleting: dep.GetDeletionTimestamp(), Finalizers: dep.GetFinalizers(),
 			Refused: dependents.RuleRefuses(f.Object, dep),
-		}
-		if rd.Accepted != nil && rd.Accepted.ObservedGeneration != r.Generation {
-			rd.Accepted = nil // about an earlier spec
 		}
 		out = append(out, rd)
 	}
