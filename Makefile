@@ -138,8 +138,12 @@ verify-generate: generate chart docs ## Fail if generated files are stale.
 	@test -z "$$(git status --porcelain -- api config charts docs/cli)" || { git status --porcelain -- api config charts docs/cli; echo "make generate created files: commit them"; exit 1; }
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## golangci-lint with the curated set in .golangci.yml.
+lint: $(GOLANGCI_LINT) lint-selfcheck ## golangci-lint with the curated set in .golangci.yml.
 	@for m in $(ALL_MODULES); do (cd $$m && $(GOLANGCI_LINT) run --build-tags integration ./...); done
+
+.PHONY: lint-selfcheck
+lint-selfcheck: $(GOLANGCI_LINT) ## Prove the layer rules (depguard in .golangci.yml) fail on an upward import: seconds.
+	hack/lint-selfcheck/run.sh $(GOLANGCI_LINT)
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module.

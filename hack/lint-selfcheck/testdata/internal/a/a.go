@@ -1,0 +1,2 @@
+// Package a imports nothing.
+package a

@@ -1,0 +1,2 @@
+// Package testenv stands for internal/testenv.
+package testenv
