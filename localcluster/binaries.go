@@ -1,13 +1,11 @@
 package localcluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,8 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -239,28 +235,20 @@ func EnsureVersionBinaries(ctx context.Context, v Version, cacheDir string, prog
 		APIServer:         filepath.Join(bin, "kube-apiserver"),
 		ControllerManager: filepath.Join(bin, "kube-controller-manager"),
 	}
-	if allExist(bins.all()) {
-		return bins, nil
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return Binaries{}, fmt.Errorf("creating the binary cache: %w", err)
-	}
-	unlock, err := LockFile(ctx, filepath.Join(root, "build.lock"), progress, "localcluster: another process is building the control plane; waiting for it")
+	_, err = BuildOnce(ctx, root, "localcluster", progress, func() bool { return allExist(bins.all()) }, func() error {
+		fmt.Fprintf(progress, "localcluster: building the control plane at Kubernetes %s into %s (once per version; about 13 minutes cold, seconds from then on)\n", v.Kubernetes, bin)
+		started := time.Now()
+		for _, u := range buildUnits(v) {
+			if err := u.build(ctx, v, root, bin, progress); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(progress, "localcluster: control plane built in %s\n", time.Since(started).Round(time.Second))
+		return nil
+	})
 	if err != nil {
 		return Binaries{}, err
 	}
-	defer unlock()
-	if allExist(bins.all()) { // another process built them while we waited
-		return bins, nil
-	}
-	fmt.Fprintf(progress, "localcluster: building the control plane at Kubernetes %s into %s (once per version; about 13 minutes cold, seconds from then on)\n", v.Kubernetes, bin)
-	started := time.Now()
-	for _, u := range buildUnits(v) {
-		if err := u.build(ctx, v, root, bin, progress); err != nil {
-			return Binaries{}, err
-		}
-	}
-	fmt.Fprintf(progress, "localcluster: control plane built in %s\n", time.Since(started).Round(time.Second))
 	return bins, nil
 }
 
@@ -311,32 +299,28 @@ func (u buildUnit) build(ctx context.Context, v Version, root, bin string, progr
 			return err
 		}
 	}
-	total := countPackages(ctx, src, u.packages)
-
 	tmp := filepath.Join(root, "tmp-"+u.module)
 	_ = os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"build", "-v"}
-	if u.ldflags != "" {
-		args = append(args, "-ldflags", u.ldflags)
-	}
+	out := tmp + string(filepath.Separator)
 	if len(u.packages) == 1 {
-		args = append(args, "-o", filepath.Join(tmp, u.outputs[0]))
-	} else {
-		args = append(args, "-o", tmp+string(filepath.Separator))
+		out = filepath.Join(tmp, u.outputs[0])
 	}
-	args = append(args, u.packages...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly"))
 	started := time.Now()
 	fmt.Fprintf(progress, "localcluster: building %s\n", u.what)
-	if err := GoBuild(cmd, progress, func(compiled int64) string {
-		return fmt.Sprintf("localcluster: building %s: %s, %s elapsed", u.what, packagesLine(compiled, total), time.Since(started).Round(time.Second))
-	}); err != nil {
+	err := GoBuild{
+		Label:    "localcluster: building " + u.what,
+		Dir:      src,
+		Env:      []string{"GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly")},
+		Ldflags:  u.ldflags,
+		Out:      out,
+		Packages: u.packages,
+		Total:    countPackages(ctx, src, u.packages),
+	}.Run(ctx, progress)
+	if err != nil {
 		return fmt.Errorf("building %s: %w", u.what, err)
 	}
 	for _, out := range u.outputs {
@@ -349,61 +333,6 @@ func (u buildUnit) build(ctx context.Context, v Version, root, bin string, progr
 	}
 	fmt.Fprintf(progress, "localcluster: built %s in %s\n", u.what, time.Since(started).Round(time.Second))
 	return nil
-}
-
-// GoBuild runs cmd, a `go build -v` command, printing line(n) to progress
-// every 20 s, n the packages compiled so far (`go build -v` names each on
-// its own line). A failed build's error carries the end of what go printed
-// besides package names. The control plane's build and the builds of the
-// project's other tools (the Helm operator, sriov-network-operator) share
-// it, as they share LockFile.
-func GoBuild(cmd *exec.Cmd, progress io.Writer, line func(compiled int64) string) error {
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	// Stdout into the same pipe: a buffer of its own, filled by exec's
-	// copying goroutine while the scanner writes too, lost what go printed.
-	cmd.Stdout = cmd.Stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting go build: %w", err)
-	}
-	var compiled atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				fmt.Fprintln(progress, line(compiled.Load()))
-			}
-		}
-	}()
-	var log bytes.Buffer
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if l := sc.Text(); strings.Contains(l, " ") {
-			log.WriteString(l + "\n")
-		} else {
-			compiled.Add(1)
-		}
-	}
-	err = cmd.Wait()
-	close(done)
-	if err != nil {
-		return fmt.Errorf("%w\n%s", err, tail(log.String(), 40))
-	}
-	return nil
-}
-
-func packagesLine(compiled, total int64) string {
-	if total <= 0 {
-		return fmt.Sprintf("%d packages compiled", compiled)
-	}
-	return fmt.Sprintf("%d of at most %d packages compiled", compiled, total)
 }
 
 // countPackages is the number of packages the build may have to compile; it
@@ -426,43 +355,4 @@ func allExist(paths []string) bool {
 		}
 	}
 	return true
-}
-
-// LockFile takes an exclusive flock on path, waiting (and writing waiting
-// to progress) while another process holds it, and returns how to let go
-// of it. The control plane's build and other builds of the project's
-// tools share it to never build the same thing twice at once.
-func LockFile(ctx context.Context, path string, progress io.Writer, waiting string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening the build lock: %w", err)
-	}
-	unlock := func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		return unlock, nil
-	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	fmt.Fprintln(progress, waiting)
-	for {
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			return unlock, nil
-		}
-	}
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -2,10 +2,8 @@ package localcluster
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,10 +234,10 @@ func TestGoBuild(t *testing.T) {
 	write("go.mod", "module example.com/hello\n\ngo 1.26\n")
 	write("main.go", "package main\n\nfunc main() {}\n")
 	build := func() error {
-		cmd := exec.Command("go", "build", "-v", "-o", filepath.Join(dir, "hello"), ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
-		return GoBuild(cmd, io.Discard, func(n int64) string { return fmt.Sprint(n) })
+		return GoBuild{
+			Label: "hello: building", Dir: dir, Env: []string{"GOFLAGS=-mod=mod", "GOPROXY=off"},
+			Out: filepath.Join(dir, "hello"), Packages: []string{"."},
+		}.Run(t.Context(), io.Discard)
 	}
 	if err := build(); err != nil {
 		t.Fatalf("building a module that compiles: %v", err)
@@ -247,5 +245,20 @@ func TestGoBuild(t *testing.T) {
 	write("main.go", "package main\n\nfunc main() { undefinedThing() }\n")
 	if err := build(); err == nil || !strings.Contains(err.Error(), "undefined: undefinedThing") {
 		t.Errorf("building a module that does not compile: %v, want go's message", err)
+	}
+}
+
+// BuildOnce builds only what is not built yet, and says whether it built.
+func TestBuildOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	bin := filepath.Join(dir, "bin")
+	built := func() bool { _, err := os.Stat(bin); return err == nil }
+	calls := 0
+	build := func() error { calls++; return os.WriteFile(bin, nil, 0o644) }
+	for i, want := range []bool{true, false} {
+		did, err := BuildOnce(t.Context(), dir, "test", io.Discard, built, build)
+		if err != nil || did != want || calls != 1 {
+			t.Errorf("call %d: built %v, error %v, %d builds; want built %v, one build", i+1, did, err, calls, want)
+		}
 	}
 }

@@ -77,43 +77,36 @@ func Build(ctx context.Context, cacheDir string, s Spec, progress io.Writer) (Bu
 	}
 	root := filepath.Join(cacheDir, s.Name, key)
 	b := Built{Source: src, Bin: filepath.Join(root, "bin")}
-	if s.built(b.Bin) {
-		return b, nil
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return Built{}, fmt.Errorf("creating the %s cache: %w", s.Name, err)
-	}
-	unlock, err := localcluster.LockFile(ctx, filepath.Join(root, "build.lock"), progress, s.Name+": another process is building it; waiting for it")
-	if err != nil {
-		return Built{}, err
-	}
-	defer unlock()
-	if s.built(b.Bin) { // another process built it while we waited
-		return b, nil
-	}
-	tmp := b.Bin + ".tmp"
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return Built{}, err
-	}
-	started := time.Now()
-	fmt.Fprintf(progress, "%s: building %s@%s %q into %s (once; a cold build downloads and compiles its dependencies: %s)\n",
-		s.Name, s.Module, s.Version, s.Packages, b.Bin, s.Estimate)
-	args := append([]string{"build", "-v", "-ldflags", s.Ldflags, "-o", tmp + "/"}, s.Packages...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	err = localcluster.GoBuild(cmd, progress, func(n int64) string {
-		return fmt.Sprintf("%s: building: %d packages compiled, %s elapsed", s.Name, n, time.Since(started).Round(time.Second))
+	_, err = localcluster.BuildOnce(ctx, root, s.Name, progress, func() bool { return s.built(b.Bin) }, func() error {
+		tmp := b.Bin + ".tmp"
+		_ = os.RemoveAll(tmp)
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return err
+		}
+		started := time.Now()
+		fmt.Fprintf(progress, "%s: building %s@%s %q into %s (once; a cold build downloads and compiles its dependencies: %s)\n",
+			s.Name, s.Module, s.Version, s.Packages, b.Bin, s.Estimate)
+		err := localcluster.GoBuild{
+			Label:    s.Name + ": building",
+			Dir:      src,
+			Env:      []string{"GOFLAGS=-mod=readonly -buildvcs=false"},
+			Ldflags:  s.Ldflags,
+			Out:      tmp + "/",
+			Packages: s.Packages,
+		}.Run(ctx, progress)
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+			return fmt.Errorf("building %s@%s: %w", s.Module, s.Version, err)
+		}
+		if err := os.Rename(tmp, b.Bin); err != nil {
+			return fmt.Errorf("installing the %s binaries: %w", s.Name, err)
+		}
+		fmt.Fprintf(progress, "%s: built in %s\n", s.Name, time.Since(started).Round(time.Second))
+		return nil
 	})
 	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return Built{}, fmt.Errorf("building %s@%s: %w", s.Module, s.Version, err)
+		return Built{}, err
 	}
-	if err := os.Rename(tmp, b.Bin); err != nil {
-		return Built{}, fmt.Errorf("installing the %s binaries: %w", s.Name, err)
-	}
-	fmt.Fprintf(progress, "%s: built in %s\n", s.Name, time.Since(started).Round(time.Second))
 	return b, nil
 }
 

@@ -75,38 +75,27 @@ func Build(ctx context.Context, src, cacheDir string, progress io.Writer) (strin
 	}
 	root := filepath.Join(cacheDir, "helm-operator", key)
 	bin := filepath.Join(root, "helm-operator")
-	if _, err := os.Stat(bin); err == nil {
-		used(bin)
-		return bin, nil
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("creating the helm operator's cache: %w", err)
-	}
-	unlock, err := localcluster.LockFile(ctx, filepath.Join(root, "build.lock"), progress, "helm-operator: another process is building it; waiting for it")
+	built, err := localcluster.BuildOnce(ctx, root, "helm-operator", progress, func() bool { _, err := os.Stat(bin); return err == nil }, func() error {
+		tmp := bin + ".tmp"
+		started := time.Now()
+		fmt.Fprintf(progress, "helm-operator: building %s into %s (once; a cold build downloads and compiles helm and helm-operator-plugins: about 11 minutes on two cores)\n", SourceDir, root)
+		if err := (localcluster.GoBuild{Label: "helm-operator: building", Dir: src, Out: tmp, Packages: []string{"."}}).Run(ctx, progress); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("building %s: %w", SourceDir, err)
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			return fmt.Errorf("installing the helm operator: %w", err)
+		}
+		fmt.Fprintf(progress, "helm-operator: built in %s\n", time.Since(started).Round(time.Second))
+		return nil
+	})
 	if err != nil {
 		return "", err
 	}
-	defer unlock()
-	if _, err := os.Stat(bin); err == nil { // another process built it while we waited
+	if !built {
+		used(bin)
 		return bin, nil
 	}
-
-	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", tmp, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	started := time.Now()
-	fmt.Fprintf(progress, "helm-operator: building %s into %s (once; a cold build downloads and compiles helm and helm-operator-plugins: about 11 minutes on two cores)\n", SourceDir, root)
-	if err := localcluster.GoBuild(cmd, progress, func(n int64) string {
-		return fmt.Sprintf("helm-operator: building: %d packages compiled, %s elapsed", n, time.Since(started).Round(time.Second))
-	}); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("building %s: %w", SourceDir, err)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", fmt.Errorf("installing the helm operator: %w", err)
-	}
-	fmt.Fprintf(progress, "helm-operator: built in %s\n", time.Since(started).Round(time.Second))
 	for _, gone := range prune(filepath.Dir(root), key, time.Now()) {
 		fmt.Fprintf(progress, "helm-operator: removed %s, a build of another source unused for %s\n", gone, keepUnused)
 	}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/teardown-dev/teardown/localcluster"
 )
@@ -83,15 +82,15 @@ func build(ctx context.Context, p Peer, cacheDir string, progress io.Writer) (bi
 			return "", resolved, err
 		}
 	} else {
-		started := time.Now()
 		fmt.Fprintf(progress, "peers: building %s@%s (%s) in its own module\n", p.Module, resolved, p.Package)
-		cmd := exec.CommandContext(ctx, "go", "build", "-v", "-o", filepath.Join(tmp, p.program()), p.Package)
-		cmd.Dir = dir
 		// Its own go.mod and go.sum, as released: never our workspace or flags.
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-		if err := localcluster.GoBuild(cmd, progress, func(n int64) string {
-			return fmt.Sprintf("peers: building %s: %d packages compiled, %s elapsed", p.Name, n, time.Since(started).Round(time.Second))
-		}); err != nil {
+		if err := (localcluster.GoBuild{
+			Label:    "peers: building " + p.Name,
+			Dir:      dir,
+			Env:      []string{"GOFLAGS=-mod=readonly -buildvcs=false"},
+			Out:      filepath.Join(tmp, p.program()),
+			Packages: []string{p.Package},
+		}).Run(ctx, progress); err != nil {
 			return "", resolved, fmt.Errorf("building %s@%s: %w", p.Module, resolved, err)
 		}
 	}
