@@ -157,6 +157,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 	default:
 		res, err = r.reconcileDependent(ctx, req)
 	}
+	return r.settle(ctx, req, res, err)
+}
+
+// settle is the result of a reconcile whose job returned res and err.
+func (r *Reconciler) settle(ctx context.Context, req request, res reconcile.Result, err error) (reconcile.Result, error) {
 	if errors.Is(err, errCacheNotSynced) {
 		return notSynced, nil
 	}
@@ -170,7 +175,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 		r.reportForbidden(ctx, req, err)
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
-	return res, err
+	if err != nil {
+		// The error wins: controller-runtime ignores a result returned
+		// with one, and retries with backoff, sooner than a minute.
+		return reconcile.Result{}, err
+	}
+	return res, nil
 }
 
 // refusal is err wrapped in a refused.Error naming the request (verb on

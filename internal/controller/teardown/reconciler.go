@@ -228,11 +228,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, t *v1alpha1.Teardown, befo
 		perr := r.Client.Status().Patch(ctx, t, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case apierrors.IsNotFound(perr): // gone: its last finalizer was just taken off
-			return res, err
+			return errorWins(res, err)
+		case apierrors.IsConflict(perr) && err == nil:
+			return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
 		case apierrors.IsConflict(perr):
-			return reconcile.Result{Requeue: true}, err //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
+			return reconcile.Result{}, err
 		case perr != nil:
-			return res, errors.Join(err, fmt.Errorf("writing the status of teardown %s: %w", t.Name, perr))
+			return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status of teardown %s: %w", t.Name, perr))
 		}
 	}
 	if resumed && err == nil {
@@ -241,10 +243,20 @@ func (r *Reconciler) patchStatus(ctx context.Context, t *v1alpha1.Teardown, befo
 		case apierrors.IsConflict(perr):
 			return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
 		case perr != nil:
-			return res, fmt.Errorf("removing the annotation %s of teardown %s: %w", v1alpha1.RunFromStepAnnotation, t.Name, perr)
+			return reconcile.Result{}, fmt.Errorf("removing the annotation %s of teardown %s: %w", v1alpha1.RunFromStepAnnotation, t.Name, perr)
 		}
 	}
-	return res, err
+	return errorWins(res, err)
+}
+
+// errorWins is res, or nothing but err when there is one: controller-runtime
+// ignores a result returned with an error (the error's rate-limited retry
+// is what happens).
+func errorWins(res reconcile.Result, err error) (reconcile.Result, error) {
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return res, nil
 }
 
 // patchMeta patches t's metadata as change makes it (optimistic lock),
