@@ -68,7 +68,7 @@ func TestPatchStatusErrorWins(t *testing.T) {
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(plan), plan); err != nil {
 				t.Fatal(err)
 			}
-			before := plan.Status.DeepCopy()
+			before := plan.DeepCopy()
 			plan.Status.Phase = v1alpha1.PhaseRunning
 			res, err := r.patchStatus(t.Context(), plan, before, tc.resumed, tc.res, tc.err)
 			if (err != nil) != tc.wantErr {
