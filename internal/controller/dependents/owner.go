@@ -3,7 +3,6 @@ package dependents
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -222,9 +221,7 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 			switch {
 			case apierrors.IsNotFound(err):
 				continue
-			case apierrors.IsConflict(err):
-				return errRecheck
-			case err != nil:
+			case err != nil: // a conflict too: the reconcile requeues quietly
 				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), refusal(err, "patch", gvr, item.Namespace, item.Name))
 			}
 			orphanedTotal.WithLabelValues("ownerReference").Inc()
@@ -270,12 +267,12 @@ func (r *Reconciler) deleteForeground(ctx context.Context, req request, owner *m
 		if len(gone) == len(others) && !unknown {
 			// This owner (being deleted in the foreground) and the gone
 			// ones were all it had: it goes first.
-			if err := r.deleteDependent(ctx, d, cached, ls); err != nil && !errors.Is(err, errRecheck) {
+			if err := r.deleteDependent(ctx, d, cached, ls); err != nil && !apierrors.IsConflict(err) {
 				return 0, err
 			}
 			continue
 		}
-		if err := r.removeLinks(ctx, d, mine, ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && !errors.Is(err, errRecheck) {
+		if err := r.removeLinks(ctx, d, mine, ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && !apierrors.IsConflict(err) {
 			return 0, err
 		}
 	}
@@ -303,9 +300,7 @@ func (r *Reconciler) patchOwner(ctx context.Context, req request, owner *metav1.
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
-	case apierrors.IsConflict(err):
-		return errRecheck
-	case err != nil:
+	case err != nil: // a conflict too: the reconcile requeues quietly
 		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), refusal(err, "patch", req.GVR, req.Namespace, req.Name))
 	}
 	return nil

@@ -27,6 +27,7 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/backoff"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/refused"
@@ -165,22 +166,15 @@ func (r *Reconciler) settle(ctx context.Context, req request, res reconcile.Resu
 	if errors.Is(err, errCacheNotSynced) {
 		return notSynced, nil
 	}
-	if errors.Is(err, errRecheck) {
-		// A conflict: the object changed under us; look again, quietly.
-		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
-	}
 	if apierrors.IsForbidden(err) {
 		// Not a hot loop: say what is missing, on the object, and look
 		// again later (the right may be granted meanwhile).
 		r.reportForbidden(ctx, req, err)
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
-	if err != nil {
-		// The error wins: controller-runtime ignores a result returned
-		// with one, and retries with backoff, sooner than a minute.
-		return reconcile.Result{}, err
-	}
-	return res, nil
+	// A conflict: the object changed under us; look again, quietly. An
+	// error wins over a requeue asked for before it.
+	return reconciler.RequeueOnConflict(res, err)
 }
 
 // refusal is err wrapped in a refused.Error naming the request (verb on
@@ -395,7 +389,7 @@ func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *meta
 		return nil
 	case apierrors.IsConflict(err):
 		ctrl.LoggerFrom(ctx).V(1).Info("dependent changed before its delete; rechecking", "dependent", klog.KObj(dep))
-		return errRecheck
+		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), err)
 	case err != nil:
 		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), refusal(err, "delete", req.GVR, req.Namespace, req.Name))
 	}
@@ -413,9 +407,6 @@ func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *meta
 	r.deleted.add(checked, deletedDependent{name: req.GVR.Resource + " " + klog.KObj(dep).String(), obj: ref})
 	return nil
 }
-
-// errRecheck requeues (with backoff) after a conflict; it is not logged as a failure by callers' intent.
-var errRecheck = errors.New("dependent changed while being checked; rechecking")
 
 func names(ls []links.OwnerLink) string {
 	var out []string
@@ -461,9 +452,6 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 		return err
 	}
 	if _, err := r.meta.Resource(req.GVR).Namespace(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return errRecheck
-		}
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

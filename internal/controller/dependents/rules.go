@@ -26,6 +26,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -478,7 +479,8 @@ func (r *Reconciler) deleteRuleDependents(ctx context.Context, req request, owne
 	case err != nil:
 		return 0, fmt.Errorf("reading owner %s: %w", owner.Name, refusal(err, "get", req.GVR, req.Namespace, req.Name))
 	case live.UID != owner.UID || live.DeletionTimestamp == nil:
-		return 0, errRecheck
+		// The owners' cache is behind the live owner: look again.
+		return 0, apierrors.NewConflict(req.GVR.GroupResource(), req.Name, errors.New("the owner read live is another, or not being deleted: the cache is behind"))
 	}
 	self := links.OwnerLink{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID}
 	if gvk, err := r.mapper.KindFor(req.GVR); err == nil {
@@ -504,7 +506,7 @@ func (r *Reconciler) deleteRuleDependents(ctx context.Context, req request, owne
 			if foreground {
 				pending++
 			}
-		case errors.Is(err, errRecheck):
+		case apierrors.IsConflict(err):
 			pending++
 		default:
 			return 0, err
@@ -579,14 +581,9 @@ func (r *Reconciler) reconcileRule(ctx context.Context, name string) error {
 	if equalStatus(o.Status, st) {
 		return nil
 	}
+	before := o.DeepCopy()
 	o.Status = st
-	if err := r.client.Status().Update(ctx, &o); err != nil {
-		if apierrors.IsConflict(err) {
-			return errRecheck
-		}
-		return client.IgnoreNotFound(err)
-	}
-	return nil
+	return client.IgnoreNotFound(reconciler.PatchStatus(ctx, r.client, &o, before))
 }
 
 func klogRef(ns, name string) string {
