@@ -33,19 +33,6 @@ import (
 	"github.com/teardown-dev/teardown/pkg/refused"
 )
 
-// Event reasons.
-const (
-	ReasonDeletedDependent  = "DeletedDependent"
-	ReasonOrphanedDependent = "OrphanedDependent"
-	ReasonRemovedOwner      = "RemovedOwner"
-	ReasonInvalidOwner      = "InvalidOwner"
-	// ReasonMissingPermission: RBAC refused teardown a verb it needs on
-	// this object (a SelfSubjectAccessReview says so); ReasonRefused: RBAC
-	// allows it and admission refused it.
-	ReasonMissingPermission = "MissingPermission"
-	ReasonRefused           = "Refused"
-)
-
 // Options tune the controller; the zero value is the production default.
 type Options struct {
 	// DiscoveryInterval is how often kinds are rediscovered (besides on
@@ -191,10 +178,10 @@ func refusal(err error, verb string, gvr schema.GroupVersionResource, ns, name s
 // with admission's own words when RBAC allows it.
 func (r *Reconciler) reportForbidden(ctx context.Context, req request, err error) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	reason, note := ReasonRefused, fmt.Sprintf("the API server refused teardown's controller: %v", err)
+	reason, note := v1alpha1.ReasonAdmissionDenied, fmt.Sprintf("the API server refused teardown's controller: %v", err)
 	if re := (*refused.Error)(nil); errors.As(err, &re) {
 		if missing, msg := rights.Explain(ctx, r.client, re); missing {
-			reason, note = ReasonMissingPermission, msg
+			reason, note = v1alpha1.ReasonMissingPermission, msg
 		} else {
 			note = msg
 		}
@@ -324,7 +311,7 @@ func (r *Reconciler) reconcileDependent(ctx context.Context, req request) (recon
 	}
 	ls, err := links.Owners(cached)
 	if err != nil {
-		r.event(ctx, req.GVR, cached, nil, "Warning", ReasonInvalidOwner, "Check", err.Error())
+		r.event(ctx, req.GVR, cached, nil, "Warning", v1alpha1.ReasonInvalidOwner, "Check", err.Error())
 		return reconcile.Result{}, nil // terminal until the annotation changes
 	}
 	if len(ls) == 0 {
@@ -347,7 +334,7 @@ func (r *Reconciler) reconcileDependent(ctx context.Context, req request) (recon
 	if len(gone) == len(ls) {
 		return result, r.deleteDependent(ctx, req, cached, ls)
 	}
-	return result, r.removeLinks(ctx, req, gone, ReasonRemovedOwner, "owner %s is gone; other owners remain")
+	return result, r.removeLinks(ctx, req, gone, v1alpha1.ReasonRemovedOwner, "owner %s is gone; other owners remain")
 }
 
 // classify checks every owner link; it reports the gone owners and whether
@@ -365,7 +352,7 @@ func (r *Reconciler) classify(ctx context.Context, gvr schema.GroupVersionResour
 			gone = append(gone, l)
 		case ownerUnknown:
 			unknown = true
-			r.event(ctx, gvr, dep, nil, "Warning", ReasonInvalidOwner, "Check", why)
+			r.event(ctx, gvr, dep, nil, "Warning", v1alpha1.ReasonInvalidOwner, "Check", why)
 		case ownerUnheld:
 			r.w.queue.AddAfter(request{GVR: gvr, Namespace: dep.Namespace, Name: dep.Name}, unheldRecheck)
 		}
@@ -467,7 +454,7 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 func (r *Reconciler) ownerEvent(owner links.OwnerLink, related *metav1.PartialObjectMetadata, note string) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID}}
 	obj.SetGroupVersionKind(owner.GroupVersionKind())
-	r.events.Eventf(obj, related, "Normal", ReasonDeletedDependent, "Delete", "%s", note)
+	r.events.Eventf(obj, related, "Normal", v1alpha1.ReasonDeletedDependent, "Delete", "%s", note)
 }
 
 // event records an event regarding obj (of kind gvr), related to related.

@@ -537,12 +537,12 @@ func (r *Reconciler) reconcileRule(ctx context.Context, name string) error {
 	case ru == nil && why == "":
 		return nil // not synced yet: the sync requeues it
 	case ru == nil:
-		set(v1alpha1.OwnerRuleAccepted, false, "Refused", why)
-		set(v1alpha1.OwnerRuleMatched, false, "NotAccepted", "the rule binds nothing until it is accepted")
+		set(v1alpha1.OwnerRuleAccepted, false, v1alpha1.ReasonRuleRefused, why)
+		set(v1alpha1.OwnerRuleMatched, false, v1alpha1.ReasonRuleNotAccepted, "the rule binds nothing until it is accepted")
 	case ru.generation != o.Generation:
 		return nil // changed meanwhile: the sync requeues it
 	default:
-		set(v1alpha1.OwnerRuleAccepted, true, "Accepted", fmt.Sprintf("owners: every %s; dependents: %s", ru.owner.GroupResource(), ru.dep.GroupResource()))
+		set(v1alpha1.OwnerRuleAccepted, true, v1alpha1.ReasonRuleAccepted, fmt.Sprintf("owners: every %s; dependents: %s", ru.owner.GroupResource(), ru.dep.GroupResource()))
 		var examples, refusals []string
 		for _, obj := range ru.owners.GetStore().List() {
 			u, ok := obj.(*unstructured.Unstructured)
@@ -572,9 +572,9 @@ func (r *Reconciler) reconcileRule(ctx context.Context, name string) error {
 		if st.Refused > 0 {
 			msg += fmt.Sprintf("; %d dependent(s) refused: %s", st.Refused, strings.Join(refusals, "; "))
 		}
-		reason := "Bound"
+		reason := v1alpha1.ReasonRuleBound
 		if st.Refused > 0 {
-			reason = "SomeRefused"
+			reason = v1alpha1.ReasonRuleSomeRefused
 		}
 		set(v1alpha1.OwnerRuleMatched, st.Owners > 0, reason, msg)
 	}
