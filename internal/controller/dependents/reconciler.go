@@ -68,8 +68,9 @@ type Reconciler struct {
 	beforeDelete func(ctx context.Context, r request)
 }
 
-// New registers the dependents controller with mgr and returns its reconciler.
-func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+// Setup registers the dependents controller with mgr and returns its
+// reconciler.
+func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.DiscoveryInterval == 0 {
 		o.DiscoveryInterval = 30 * time.Second
 	}

@@ -102,17 +102,18 @@ type Reconciler struct {
 	triggers *metacache.Source
 }
 
-// Setup registers the Teardown controller with mgr, on mgr's client.
-func Setup(mgr ctrl.Manager, o Options) error {
+// Setup registers the Teardown controller with mgr, on mgr's client, and
+// returns its reconciler.
+func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerField, indexTrigger); err != nil {
-		return fmt.Errorf("indexing teardowns by trigger: %w", err)
+		return nil, fmt.Errorf("indexing teardowns by trigger: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerNamespaceField, indexTriggerNamespace); err != nil {
-		return fmt.Errorf("indexing teardowns by the namespace of their trigger: %w", err)
+		return nil, fmt.Errorf("indexing teardowns by the namespace of their trigger: %w", err)
 	}
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.Cache = meta
 	r := &Reconciler{
@@ -126,7 +127,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	// Namespaces, all in one watch: a namespace being deleted starts the
 	// plans on triggers in it (namespace.go).
 	if err := r.triggers.Keep(metacache.Selection{GVK: corev1.SchemeGroupVersion.WithKind("Namespace")}); err != nil {
-		return err
+		return nil, err
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	for _, src := range rights.OnGrant(mgr.GetCache(), r.missingPermission) {
@@ -144,7 +145,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		})).
 		WatchesRawSource(r.triggers).
 		Build(r)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // missingPermission is the plans whose Armed or Running condition says
