@@ -43,11 +43,12 @@ var Controllers = []Controller{
 		return lien.Setup(mgr, lien.Options{Cache: meta, MaxConcurrentReconciles: o.LienWorkers})
 	}},
 	{Name: "dependents", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, _ Options) error {
-		_, err := dependents.New(mgr, dependents.Options{Cache: meta})
+		_, err := dependents.Setup(mgr, dependents.Options{Cache: meta})
 		return err
 	}},
 	{Name: "teardown", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, _ Options) error {
-		return teardown.Setup(mgr, teardown.Options{Cache: meta})
+		_, err := teardown.Setup(mgr, teardown.Options{Cache: meta})
+		return err
 	}},
 }
 

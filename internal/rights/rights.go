@@ -67,7 +67,7 @@ func Explain(ctx context.Context, c client.Client, e *refused.Error) (missing bo
 
 var refusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "teardown_refused_requests_total",
-	Help: "Requests of teardown's controllers the API server refused, by controller and reason (MissingPermission: RBAC; AdmissionDenied or Refused: admission, a lien's policy among them).",
+	Help: "Requests of teardown's controllers the API server refused, by controller and reason (MissingPermission: RBAC; AdmissionDenied: admission, a lien's policy among them).",
 }, []string{"controller", "reason"})
 
 func init() {

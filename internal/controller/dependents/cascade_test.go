@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -91,7 +92,7 @@ func TestOrphanCascadeKeepsLinkedDependents(t *testing.T) {
 	unlinked(t, "cascade-orphan-fg")
 	withoutOwnerRefs(t, ns, "plain-child")
 	withoutOwnerRefs(t, ns, "fg-child")
-	msg := eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "cascade-orphan-plain", ReasonOrphanedDependent)
+	msg := eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "cascade-orphan-plain", v1alpha1.ReasonOrphanedDependent)
 	if want := "owner [ConfigMap/cascade-orphan/plain] was deleted with propagationPolicy Orphan: its dependents are kept"; msg != want {
 		t.Errorf("OrphanedDependent = %q, want %q", msg, want)
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -47,7 +48,7 @@ func TestFanOutIsBounded(t *testing.T) {
 	legacyDependent(t, "fanout-32", "fan-32", links.MaxOwners)
 
 	gone(t, "clusterrole/fanout-32", getCR("fanout-32"))
-	msg := eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "fanout-1800", ReasonInvalidOwner)
+	msg := eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "fanout-1800", v1alpha1.ReasonInvalidOwner)
 	if want := "1800 owner links, at most 32 are allowed; none of them is checked"; !strings.Contains(msg, want) {
 		t.Errorf("InvalidOwner message = %q, want it to contain %q", msg, want)
 	}

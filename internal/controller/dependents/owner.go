@@ -3,7 +3,6 @@ package dependents
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -16,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -125,7 +125,7 @@ func (r *Reconciler) reconcileOwnerDelete(ctx context.Context, req request, owne
 func (r *Reconciler) policyOf(ctx context.Context, req request, owner *metav1.PartialObjectMetadata) (links.Policy, error) {
 	policy, err := links.PolicyOf(owner)
 	if err != nil {
-		r.event(ctx, req.GVR, owner, nil, "Warning", ReasonInvalidOwner, "Check", err.Error())
+		r.event(ctx, req.GVR, owner, nil, "Warning", v1alpha1.ReasonInvalidOwner, "Check", err.Error())
 	}
 	return policy, err
 }
@@ -172,7 +172,7 @@ func (r *Reconciler) orphanLinks(ctx context.Context, req request, owner *metav1
 		self[0].APIVersion, self[0].Kind = gvk.GroupVersion().String(), gvk.Kind
 	}
 	for _, d := range r.w.dependentsOf(objectIndexKey(req.GVR, owner)) {
-		if err := r.removeLinks(ctx, d, self, ReasonOrphanedDependent, note); err != nil {
+		if err := r.removeLinks(ctx, d, self, v1alpha1.ReasonOrphanedDependent, note); err != nil {
 			return err
 		}
 	}
@@ -222,15 +222,13 @@ func (r *Reconciler) orphanNative(ctx context.Context, req request, owner *metav
 			switch {
 			case apierrors.IsNotFound(err):
 				continue
-			case apierrors.IsConflict(err):
-				return errRecheck
-			case err != nil:
+			case err != nil: // a conflict too: the reconcile requeues quietly
 				return fmt.Errorf("removing the ownerReference to %s from %s: %w", klog.KObj(owner), klog.KObj(item), refusal(err, "patch", gvr, item.Namespace, item.Name))
 			}
 			orphanedTotal.WithLabelValues("ownerReference").Inc()
-			r.event(ctx, gvr, item, nil, "Normal", ReasonOrphanedDependent, "Orphan",
+			r.event(ctx, gvr, item, nil, "Normal", v1alpha1.ReasonOrphanedDependent, "Orphan",
 				fmt.Sprintf("ownerReference to %s %s removed: its deletion policy orphans dependents", req.GVR.Resource, klog.KObj(owner)))
-			r.event(ctx, req.GVR, owner, nil, "Normal", ReasonOrphanedDependent, "Orphan",
+			r.event(ctx, req.GVR, owner, nil, "Normal", v1alpha1.ReasonOrphanedDependent, "Orphan",
 				fmt.Sprintf("orphaned %s %s", gvr.Resource, klog.KObj(item)))
 		}
 	}
@@ -270,12 +268,12 @@ func (r *Reconciler) deleteForeground(ctx context.Context, req request, owner *m
 		if len(gone) == len(others) && !unknown {
 			// This owner (being deleted in the foreground) and the gone
 			// ones were all it had: it goes first.
-			if err := r.deleteDependent(ctx, d, cached, ls); err != nil && !errors.Is(err, errRecheck) {
+			if err := r.deleteDependent(ctx, d, cached, ls); err != nil && !apierrors.IsConflict(err) {
 				return 0, err
 			}
 			continue
 		}
-		if err := r.removeLinks(ctx, d, mine, ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && !errors.Is(err, errRecheck) {
+		if err := r.removeLinks(ctx, d, mine, v1alpha1.ReasonRemovedOwner, "owner %s is being deleted in the foreground; other owners remain"); err != nil && !apierrors.IsConflict(err) {
 			return 0, err
 		}
 	}
@@ -303,9 +301,7 @@ func (r *Reconciler) patchOwner(ctx context.Context, req request, owner *metav1.
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
-	case apierrors.IsConflict(err):
-		return errRecheck
-	case err != nil:
+	case err != nil: // a conflict too: the reconcile requeues quietly
 		return fmt.Errorf("updating the finalizers of %s: %w", klog.KObj(owner), refusal(err, "patch", req.GVR, req.Namespace, req.Name))
 	}
 	return nil

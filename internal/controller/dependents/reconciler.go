@@ -27,22 +27,10 @@ import (
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/backoff"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	"github.com/teardown-dev/teardown/internal/rights"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/refused"
-)
-
-// Event reasons.
-const (
-	ReasonDeletedDependent  = "DeletedDependent"
-	ReasonOrphanedDependent = "OrphanedDependent"
-	ReasonRemovedOwner      = "RemovedOwner"
-	ReasonInvalidOwner      = "InvalidOwner"
-	// ReasonMissingPermission: RBAC refused teardown a verb it needs on
-	// this object (a SelfSubjectAccessReview says so); ReasonRefused: RBAC
-	// allows it and admission refused it.
-	ReasonMissingPermission = "MissingPermission"
-	ReasonRefused           = "Refused"
 )
 
 // Options tune the controller; the zero value is the production default.
@@ -80,8 +68,9 @@ type Reconciler struct {
 	beforeDelete func(ctx context.Context, r request)
 }
 
-// New registers the dependents controller with mgr and returns its reconciler.
-func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+// Setup registers the dependents controller with mgr and returns its
+// reconciler.
+func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.DiscoveryInterval == 0 {
 		o.DiscoveryInterval = 30 * time.Second
 	}
@@ -157,12 +146,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 	default:
 		res, err = r.reconcileDependent(ctx, req)
 	}
+	return r.settle(ctx, req, res, err)
+}
+
+// settle is the result of a reconcile whose job returned res and err.
+func (r *Reconciler) settle(ctx context.Context, req request, res reconcile.Result, err error) (reconcile.Result, error) {
 	if errors.Is(err, errCacheNotSynced) {
 		return notSynced, nil
-	}
-	if errors.Is(err, errRecheck) {
-		// A conflict: the object changed under us; look again, quietly.
-		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	if apierrors.IsForbidden(err) {
 		// Not a hot loop: say what is missing, on the object, and look
@@ -170,7 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req request) (reconcile.Resu
 		r.reportForbidden(ctx, req, err)
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
-	return res, err
+	// A conflict: the object changed under us; look again, quietly. An
+	// error wins over a requeue asked for before it.
+	return reconciler.RequeueOnConflict(res, err)
 }
 
 // refusal is err wrapped in a refused.Error naming the request (verb on
@@ -187,10 +179,10 @@ func refusal(err error, verb string, gvr schema.GroupVersionResource, ns, name s
 // with admission's own words when RBAC allows it.
 func (r *Reconciler) reportForbidden(ctx context.Context, req request, err error) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-	reason, note := ReasonRefused, fmt.Sprintf("the API server refused teardown's controller: %v", err)
+	reason, note := v1alpha1.ReasonAdmissionDenied, fmt.Sprintf("the API server refused teardown's controller: %v", err)
 	if re := (*refused.Error)(nil); errors.As(err, &re) {
 		if missing, msg := rights.Explain(ctx, r.client, re); missing {
-			reason, note = ReasonMissingPermission, msg
+			reason, note = v1alpha1.ReasonMissingPermission, msg
 		} else {
 			note = msg
 		}
@@ -320,7 +312,7 @@ func (r *Reconciler) reconcileDependent(ctx context.Context, req request) (recon
 	}
 	ls, err := links.Owners(cached)
 	if err != nil {
-		r.event(ctx, req.GVR, cached, nil, "Warning", ReasonInvalidOwner, "Check", err.Error())
+		r.event(ctx, req.GVR, cached, nil, "Warning", v1alpha1.ReasonInvalidOwner, "Check", err.Error())
 		return reconcile.Result{}, nil // terminal until the annotation changes
 	}
 	if len(ls) == 0 {
@@ -343,7 +335,7 @@ func (r *Reconciler) reconcileDependent(ctx context.Context, req request) (recon
 	if len(gone) == len(ls) {
 		return result, r.deleteDependent(ctx, req, cached, ls)
 	}
-	return result, r.removeLinks(ctx, req, gone, ReasonRemovedOwner, "owner %s is gone; other owners remain")
+	return result, r.removeLinks(ctx, req, gone, v1alpha1.ReasonRemovedOwner, "owner %s is gone; other owners remain")
 }
 
 // classify checks every owner link; it reports the gone owners and whether
@@ -361,7 +353,7 @@ func (r *Reconciler) classify(ctx context.Context, gvr schema.GroupVersionResour
 			gone = append(gone, l)
 		case ownerUnknown:
 			unknown = true
-			r.event(ctx, gvr, dep, nil, "Warning", ReasonInvalidOwner, "Check", why)
+			r.event(ctx, gvr, dep, nil, "Warning", v1alpha1.ReasonInvalidOwner, "Check", why)
 		case ownerUnheld:
 			r.w.queue.AddAfter(request{GVR: gvr, Namespace: dep.Namespace, Name: dep.Name}, unheldRecheck)
 		}
@@ -385,7 +377,7 @@ func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *meta
 		return nil
 	case apierrors.IsConflict(err):
 		ctrl.LoggerFrom(ctx).V(1).Info("dependent changed before its delete; rechecking", "dependent", klog.KObj(dep))
-		return errRecheck
+		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), err)
 	case err != nil:
 		return fmt.Errorf("deleting dependent %s: %w", klog.KObj(dep), refusal(err, "delete", req.GVR, req.Namespace, req.Name))
 	}
@@ -403,9 +395,6 @@ func (r *Reconciler) deleteDependent(ctx context.Context, req request, dep *meta
 	r.deleted.add(checked, deletedDependent{name: req.GVR.Resource + " " + klog.KObj(dep).String(), obj: ref})
 	return nil
 }
-
-// errRecheck requeues (with backoff) after a conflict; it is not logged as a failure by callers' intent.
-var errRecheck = errors.New("dependent changed while being checked; rechecking")
 
 func names(ls []links.OwnerLink) string {
 	var out []string
@@ -451,9 +440,6 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 		return err
 	}
 	if _, err := r.meta.Resource(req.GVR).Namespace(req.Namespace).Patch(ctx, req.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return errRecheck
-		}
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -469,7 +455,7 @@ func (r *Reconciler) removeLinks(ctx context.Context, req request, owners []link
 func (r *Reconciler) ownerEvent(owner links.OwnerLink, related *metav1.PartialObjectMetadata, note string) {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID}}
 	obj.SetGroupVersionKind(owner.GroupVersionKind())
-	r.events.Eventf(obj, related, "Normal", ReasonDeletedDependent, "Delete", "%s", note)
+	r.events.Eventf(obj, related, "Normal", v1alpha1.ReasonDeletedDependent, "Delete", "%s", note)
 }
 
 // event records an event regarding obj (of kind gvr), related to related.

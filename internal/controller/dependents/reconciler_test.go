@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
@@ -144,7 +145,7 @@ func TestCascade(t *testing.T) {
 	}
 	mustExist(t, "clusterrole/cascade-d3", getCR("cascade-d3"))
 	// One summary regarding the gone owner, not an event per dependent.
-	msg := eventMessage(t, ns1, "ConfigMap", "a", ReasonDeletedDependent)
+	msg := eventMessage(t, ns1, "ConfigMap", "a", v1alpha1.ReasonDeletedDependent)
 	if want := "deleted 1 dependent(s), their owner being gone: clusterroles cascade-d1"; msg != want {
 		t.Errorf("DeletedDependent event on the owner = %q, want %q", msg, want)
 	}
@@ -181,7 +182,7 @@ func TestMissingOwner(t *testing.T) {
 		t.Errorf("want a live GET of the owner before the DELETE of the dependent; calls:\n%s", strings.Join(calls, "\n"))
 	}
 
-	msg := eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "missing-unknown-kind", ReasonInvalidOwner)
+	msg := eventMessage(t, metav1.NamespaceDefault, "ClusterRole", "missing-unknown-kind", v1alpha1.ReasonInvalidOwner)
 	if !strings.Contains(msg, "kind later.example.com/v1, Kind=Widget is not served") {
 		t.Errorf("InvalidOwner message = %q", msg)
 	}
@@ -333,7 +334,7 @@ func TestOrphanPolicies(t *testing.T) {
 	if _, ok := cr.Annotations[links.OwnersAnnotation]; ok || cr.Labels[links.OwnedLabel] != "" {
 		t.Errorf("clusterrole/orphan-linked keeps its link: %v %v", cr.Annotations, cr.Labels)
 	}
-	eventMessage(t, ns, "ConfigMap", "orphan-child", ReasonOrphanedDependent)
+	eventMessage(t, ns, "ConfigMap", "orphan-child", v1alpha1.ReasonOrphanedDependent)
 }
 
 // TestFinalizerOnlyWhenNeeded: a Delete owner never gets the finalizer; an
@@ -438,7 +439,7 @@ func TestOneOwnerReadPerOwner(t *testing.T) {
 	var summaries int
 	eventually(t, fmt.Sprintf("DeletedDependent summaries on the owner adding up to %d", n), func(ctx context.Context) (bool, error) {
 		l, err := kube.CoreV1().Events(ns1).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-			"involvedObject.name": "a", "reason": ReasonDeletedDependent}.AsSelector().String()})
+			"involvedObject.name": "a", "reason": v1alpha1.ReasonDeletedDependent}.AsSelector().String()})
 		if err != nil {
 			return false, err
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -65,7 +66,7 @@ func TestMissingPermissionIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The message is the SelfSubjectAccessReview's verdict, not RBAC's words.
-	msg := eventMessage(t, depNS, "ConfigMap", "dependent", ReasonMissingPermission)
+	msg := eventMessage(t, depNS, "ConfigMap", "dependent", v1alpha1.ReasonMissingPermission)
 	for _, want := range []string{
 		"teardown's controller may not delete configmaps in namespace perm-dep",
 		`grant verb delete on resource configmaps (group "")`,
@@ -109,7 +110,7 @@ func TestAdmissionRefusalIsReported(t *testing.T) {
 	if err := kube.CoreV1().ConfigMaps(ownerNS).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	msg := eventMessage(t, depNS, "ConfigMap", "protected", ReasonRefused)
+	msg := eventMessage(t, depNS, "ConfigMap", "protected", v1alpha1.ReasonAdmissionDenied)
 	for _, want := range []string{
 		"admission refused teardown's controller to delete configmaps",
 		"teardown-lien-deny",
@@ -122,7 +123,7 @@ func TestAdmissionRefusalIsReported(t *testing.T) {
 	if _, err := kube.CoreV1().ConfigMaps(depNS).Get(ctx, "protected", metav1.GetOptions{}); err != nil {
 		t.Errorf("the protected dependent should still exist: %v", err)
 	}
-	list, err := kube.CoreV1().Events(depNS).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + ReasonMissingPermission})
+	list, err := kube.CoreV1().Events(depNS).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + v1alpha1.ReasonMissingPermission})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -478,7 +479,8 @@ func (r *Reconciler) deleteRuleDependents(ctx context.Context, req request, owne
 	case err != nil:
 		return 0, fmt.Errorf("reading owner %s: %w", owner.Name, refusal(err, "get", req.GVR, req.Namespace, req.Name))
 	case live.UID != owner.UID || live.DeletionTimestamp == nil:
-		return 0, errRecheck
+		// The owners' cache is behind the live owner: look again.
+		return 0, apierrors.NewConflict(req.GVR.GroupResource(), req.Name, errors.New("the owner read live is another, or not being deleted: the cache is behind"))
 	}
 	self := links.OwnerLink{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID}
 	if gvk, err := r.mapper.KindFor(req.GVR); err == nil {
@@ -504,7 +506,7 @@ func (r *Reconciler) deleteRuleDependents(ctx context.Context, req request, owne
 			if foreground {
 				pending++
 			}
-		case errors.Is(err, errRecheck):
+		case apierrors.IsConflict(err):
 			pending++
 		default:
 			return 0, err
@@ -535,12 +537,12 @@ func (r *Reconciler) reconcileRule(ctx context.Context, name string) error {
 	case ru == nil && why == "":
 		return nil // not synced yet: the sync requeues it
 	case ru == nil:
-		set(v1alpha1.OwnerRuleAccepted, false, "Refused", why)
-		set(v1alpha1.OwnerRuleMatched, false, "NotAccepted", "the rule binds nothing until it is accepted")
+		set(v1alpha1.OwnerRuleAccepted, false, v1alpha1.ReasonRuleRefused, why)
+		set(v1alpha1.OwnerRuleMatched, false, v1alpha1.ReasonRuleNotAccepted, "the rule binds nothing until it is accepted")
 	case ru.generation != o.Generation:
 		return nil // changed meanwhile: the sync requeues it
 	default:
-		set(v1alpha1.OwnerRuleAccepted, true, "Accepted", fmt.Sprintf("owners: every %s; dependents: %s", ru.owner.GroupResource(), ru.dep.GroupResource()))
+		set(v1alpha1.OwnerRuleAccepted, true, v1alpha1.ReasonRuleAccepted, fmt.Sprintf("owners: every %s; dependents: %s", ru.owner.GroupResource(), ru.dep.GroupResource()))
 		var examples, refusals []string
 		for _, obj := range ru.owners.GetStore().List() {
 			u, ok := obj.(*unstructured.Unstructured)
@@ -570,23 +572,18 @@ func (r *Reconciler) reconcileRule(ctx context.Context, name string) error {
 		if st.Refused > 0 {
 			msg += fmt.Sprintf("; %d dependent(s) refused: %s", st.Refused, strings.Join(refusals, "; "))
 		}
-		reason := "Bound"
+		reason := v1alpha1.ReasonRuleBound
 		if st.Refused > 0 {
-			reason = "SomeRefused"
+			reason = v1alpha1.ReasonRuleSomeRefused
 		}
 		set(v1alpha1.OwnerRuleMatched, st.Owners > 0, reason, msg)
 	}
 	if equalStatus(o.Status, st) {
 		return nil
 	}
+	before := o.DeepCopy()
 	o.Status = st
-	if err := r.client.Status().Update(ctx, &o); err != nil {
-		if apierrors.IsConflict(err) {
-			return errRecheck
-		}
-		return client.IgnoreNotFound(err)
-	}
-	return nil
+	return client.IgnoreNotFound(reconciler.PatchStatus(ctx, r.client, &o, before))
 }
 
 func klogRef(ns, name string) string {

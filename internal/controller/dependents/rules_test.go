@@ -170,7 +170,7 @@ func TestOwnerRuleDeletesRewrittenDependents(t *testing.T) {
 	gone(t, "sriovnetwork net-a", getU(sriov, op, "net-a"))
 	gone(t, "sriovnetwork net-late", getU(sriov, op, "net-late"))
 	mustExist(t, "the squatter's nad rule-b/net-late", getU(nad, b, "net-late"))
-	eventMessage(t, op, "SriovNetwork", "net-a", ReasonDeletedDependent)
+	eventMessage(t, op, "SriovNetwork", "net-a", v1alpha1.ReasonDeletedDependent)
 
 	// Without the rule: the NAD stays.
 	if err := dyn.Resource(ruleGVR).Delete(ctx, "sriov-nads", metav1.DeleteOptions{}); err != nil {

@@ -102,7 +102,7 @@ func startControllerWith(t testing.TB, base *rest.Config, hook func(ctx context.
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(mgr, Options{DiscoveryInterval: 2 * time.Second, SkipNameValidation: true, MaxConcurrentReconciles: 8})
+	r, err := Setup(mgr, Options{DiscoveryInterval: 2 * time.Second, SkipNameValidation: true, MaxConcurrentReconciles: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

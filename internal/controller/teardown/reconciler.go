@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +27,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/backoff"
 	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	"github.com/teardown-dev/teardown/internal/rights"
 	"github.com/teardown-dev/teardown/pkg/refused"
 	"github.com/teardown-dev/teardown/pkg/teardown"
@@ -102,17 +102,18 @@ type Reconciler struct {
 	triggers *metacache.Source
 }
 
-// Setup registers the Teardown controller with mgr, on mgr's client.
-func Setup(mgr ctrl.Manager, o Options) error {
+// Setup registers the Teardown controller with mgr, on mgr's client, and
+// returns its reconciler.
+func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerField, indexTrigger); err != nil {
-		return fmt.Errorf("indexing teardowns by trigger: %w", err)
+		return nil, fmt.Errorf("indexing teardowns by trigger: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Teardown{}, triggerNamespaceField, indexTriggerNamespace); err != nil {
-		return fmt.Errorf("indexing teardowns by the namespace of their trigger: %w", err)
+		return nil, fmt.Errorf("indexing teardowns by the namespace of their trigger: %w", err)
 	}
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.Cache = meta
 	r := &Reconciler{
@@ -126,7 +127,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	// Namespaces, all in one watch: a namespace being deleted starts the
 	// plans on triggers in it (namespace.go).
 	if err := r.triggers.Keep(metacache.Selection{GVK: corev1.SchemeGroupVersion.WithKind("Namespace")}); err != nil {
-		return err
+		return nil, err
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	for _, src := range rights.OnGrant(mgr.GetCache(), r.missingPermission) {
@@ -144,7 +145,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		})).
 		WatchesRawSource(r.triggers).
 		Build(r)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // missingPermission is the plans whose Armed or Running condition says
@@ -180,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		}
 		return reconcile.Result{}, err
 	}
-	before := t.Status.DeepCopy()
+	before := t.DeepCopy()
 	resumed := false
 	defer func() {
 		res, reterr = r.patchStatus(ctx, t, before, resumed, res, reterr)
@@ -193,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, nil
 	}
 	if t.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
-		if err := r.patchMeta(ctx, t, func(t *v1alpha1.Teardown) { controllerutil.AddFinalizer(t, v1alpha1.TeardownFinalizer) }); err != nil {
+		if err := reconciler.PatchMeta(ctx, r.Client, t, func(t *v1alpha1.Teardown) { controllerutil.AddFinalizer(t, v1alpha1.TeardownFinalizer) }); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer of teardown %s: %w", t.Name, err)
 		}
 	}
@@ -206,58 +210,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	default:
 		res, err = r.reconcileDelete(ctx, t)
 	}
-	var re *refused.Error
-	switch {
-	case errors.As(err, &re):
+	if re := (*refused.Error)(nil); errors.As(err, &re) {
 		return r.reportRefused(ctx, t, re), nil
-	case apierrors.IsConflict(err):
-		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
 	}
-	return res, err
+	return reconciler.RequeueOnConflict(res, err)
 }
 
 // patchStatus writes what the reconcile changed in t's status, with Ready
 // summed up, in one patch (optimistic lock: a status read before someone
 // else's write is not written over it); then, for a resumed plan, takes
 // the run-from-step annotation off, once the resumed status is stored.
-func (r *Reconciler) patchStatus(ctx context.Context, t *v1alpha1.Teardown, before *v1alpha1.TeardownStatus, resumed bool, res reconcile.Result, err error) (reconcile.Result, error) {
+// before is t as read.
+func (r *Reconciler) patchStatus(ctx context.Context, t, before *v1alpha1.Teardown, resumed bool, res reconcile.Result, err error) (reconcile.Result, error) {
 	setReady(t)
-	if !equality.Semantic.DeepEqual(before, &t.Status) {
-		base := t.DeepCopy()
-		base.Status = *before
-		perr := r.Client.Status().Patch(ctx, t, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case apierrors.IsNotFound(perr): // gone: its last finalizer was just taken off
-			return res, err
-		case apierrors.IsConflict(perr):
-			return reconcile.Result{Requeue: true}, err //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
-		case perr != nil:
-			return res, errors.Join(err, fmt.Errorf("writing the status of teardown %s: %w", t.Name, perr))
+	switch perr := reconciler.PatchStatus(ctx, r.Client, t, before); {
+	case apierrors.IsNotFound(perr): // gone: its last finalizer was just taken off
+	case apierrors.IsConflict(perr) && err != nil: // the reconcile's error says more
+	case perr != nil:
+		err = errors.Join(err, fmt.Errorf("writing the status of teardown %s: %w", t.Name, perr))
+	case resumed && err == nil:
+		if perr := reconciler.PatchMeta(ctx, r.Client, t, func(t *v1alpha1.Teardown) { delete(t.Annotations, v1alpha1.RunFromStepAnnotation) }); perr != nil {
+			err = fmt.Errorf("removing the annotation %s of teardown %s: %w", v1alpha1.RunFromStepAnnotation, t.Name, perr)
 		}
 	}
-	if resumed && err == nil {
-		perr := r.patchMeta(ctx, t, func(t *v1alpha1.Teardown) { delete(t.Annotations, v1alpha1.RunFromStepAnnotation) })
-		switch {
-		case apierrors.IsConflict(perr):
-			return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: the next read sees the newer object
-		case perr != nil:
-			return res, fmt.Errorf("removing the annotation %s of teardown %s: %w", v1alpha1.RunFromStepAnnotation, t.Name, perr)
-		}
-	}
-	return res, err
-}
-
-// patchMeta patches t's metadata as change makes it (optimistic lock),
-// leaving t's status as it is in memory for patchStatus.
-func (r *Reconciler) patchMeta(ctx context.Context, t *v1alpha1.Teardown, change func(*v1alpha1.Teardown)) error {
-	obj := t.DeepCopy()
-	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	change(obj)
-	if err := r.Client.Patch(ctx, obj, patch); err != nil {
-		return err
-	}
-	t.ObjectMeta = obj.ObjectMeta
-	return nil
+	return reconciler.RequeueOnConflict(res, err)
 }
 
 // reconcileNormal handles a Teardown that is not being deleted: a pending
@@ -475,7 +451,7 @@ func (r *Reconciler) start(ctx context.Context, t *v1alpha1.Teardown, why string
 		// The window's wait is over: the trigger's deletion came.
 		setCondition(t, metav1.Condition{Type: v1alpha1.ConditionArmed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonArmed, Message: "the plan started: " + why})
 	}
-	return reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on at once
+	return reconcile.Result{RequeueAfter: reconciler.Soon} // go on at once
 }
 
 // run ticks the plan once. What the tick did is in t's status even when
@@ -536,7 +512,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 		}
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("every step finished (%d)", len(t.Spec.Steps)))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Run", "plan succeeded; trigger released, what keepUntilDone kept deleted")
-		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: drop the finalizer at once
+		return reconcile.Result{RequeueAfter: reconciler.Soon}, nil // drop the finalizer at once
 	case v1alpha1.PhaseFailed:
 		r.setRunning(t, metav1.ConditionFalse, v1alpha1.ReasonFailed, failedMessage(t))
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Run", "%s", failedMessage(t))
@@ -549,7 +525,7 @@ func (r *Reconciler) run(ctx context.Context, t *v1alpha1.Teardown) (reconcile.R
 	}
 	r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, msg)
 	if len(res.Actions) > 0 || teardown.Current(&t.Spec, &t.Status) != res.Step {
-		return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue: go on with the next tick at once
+		return reconcile.Result{RequeueAfter: reconciler.Soon}, nil // go on with the next tick at once
 	}
 	return reconcile.Result{RequeueAfter: r.Options.Interval}, nil
 }
@@ -581,7 +557,7 @@ func (r *Reconciler) resume(t *v1alpha1.Teardown, from string) reconcile.Result 
 		r.setRunning(t, metav1.ConditionTrue, v1alpha1.ReasonRunning, "resumed from step "+from)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, v1alpha1.ReasonResumed, "Run", "resumed from step %s", from)
 	}
-	return reconcile.Result{Requeue: true} //nolint:staticcheck // the rate-limited requeue: go on at once
+	return reconcile.Result{RequeueAfter: reconciler.Soon} // go on at once
 }
 
 // finish releases keepUntilDone and deletes what it kept (the uninstall
@@ -651,7 +627,7 @@ func (r *Reconciler) dropOwnFinalizer(ctx context.Context, t *v1alpha1.Teardown)
 	if t.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(t, v1alpha1.TeardownFinalizer) {
 		return nil
 	}
-	err := r.patchMeta(ctx, t, func(t *v1alpha1.Teardown) { controllerutil.RemoveFinalizer(t, v1alpha1.TeardownFinalizer) })
+	err := reconciler.PatchMeta(ctx, r.Client, t, func(t *v1alpha1.Teardown) { controllerutil.RemoveFinalizer(t, v1alpha1.TeardownFinalizer) })
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizer of teardown %s: %w", t.Name, err)
 	}

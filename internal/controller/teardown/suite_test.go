@@ -76,7 +76,7 @@ func startManagerWith(as *rest.Config, o manager.Options, to *controller.Options
 		return err
 	}
 	if to != nil {
-		if err := controller.Setup(mgr, *to); err != nil {
+		if _, err := controller.Setup(mgr, *to); err != nil {
 			return err
 		}
 	}
