@@ -8,43 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TeardownFinalizer is held on a Teardown until its plan has finished.
-// Versions before per-plan finalizers held it on the trigger too, shared
-// by every plan on it; a trigger carrying it is still released, by the
-// last plan on it to finish.
-const TeardownFinalizer = "teardown.dev/teardown"
-
-// TriggerLabel ("true") marks an object a plan holds by its finalizer, so
-// that the policy teardown-trigger-foreground selects the DELETEs of these
-// objects alone by label, and no other DELETE evaluates it.
-const TriggerLabel = "teardown.dev/trigger"
-
-// NamespaceHoldLabel ("true") marks a namespace holding the trigger of a
-// plan that has not finished (armed, running or failed): while it is being
-// deleted, the policy teardown-namespace-waits refuses the namespace
-// controller's DELETEs there, so that the plan runs first with its
-// operator, Services, identity and custom resources in place, and the
-// namespace is emptied once the plan let it go. The controller keeps the
-// label (and NamespacePlansAnnotation) and removes it once no plan there is
-// left to run.
-const NamespaceHoldLabel = "teardown.dev/deletion-waits-for-plans"
-
-// NamespacePlansAnnotation on a namespace carrying NamespaceHoldLabel names
-// the Teardowns its deletion waits for, comma-separated, for the policy's
-// refusal message.
-const NamespacePlansAnnotation = "teardown.dev/plans"
-
-// TriggerFinalizerPrefix starts the finalizer each plan holds on its
-// trigger (TriggerFinalizer).
-const TriggerFinalizerPrefix = "teardown.dev/teardown-"
-
 // TriggerFinalizer is the finalizer the plan named plan holds on its
 // trigger until it has finished: teardown.dev/teardown-<plan>, each plan
 // its own, so that the trigger goes when the last plan on it finished. A
 // name too long for a qualified name's 63 characters is cut and ends in a
 // hash of the whole name.
 func TriggerFinalizer(plan string) string {
-	const room = 63 - len("teardown-")
+	const room = 63 - (len(TriggerFinalizerPrefix) - len(KeyPrefix)) // a qualified name's name part
 	if len(plan) <= room {
 		return TriggerFinalizerPrefix + plan
 	}
@@ -52,10 +22,6 @@ func TriggerFinalizer(plan string) string {
 	head := strings.TrimRight(plan[:room-9], "-.")
 	return TriggerFinalizerPrefix + head + "-" + hex.EncodeToString(sum[:4])
 }
-
-// RunFromStepAnnotation on a Teardown asks the executor to run the plan
-// again from the named step: `teardown run --from-step NAME` sets it.
-const RunFromStepAnnotation = "teardown.dev/run-from-step"
 
 // Condition types and reasons of a Teardown. Besides Armed and Running it
 // carries ConditionReady, which sums the plan up from the condition of its
