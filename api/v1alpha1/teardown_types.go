@@ -189,8 +189,8 @@ type Selection struct {
 // +kubebuilder:validation:XValidation:rule="has(self.kind) == has(self.apiVersion)",message="set apiVersion and kind together"
 // +kubebuilder:validation:XValidation:rule="has(self.kind) != has(self.kinds)",message="set exactly one of kind (with apiVersion) and kinds"
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
-// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces"
-// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.name))",message="name needs a namespace, not allNamespaces: use a selector to match in every namespace"
+// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces",fieldPath=".namespace"
+// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.name))",message="name needs a namespace, not allNamespaces: use a selector to match in every namespace",fieldPath=".name"
 type DeleteAction struct {
 	Selection `json:",inline"`
 	// Kinds deletes the selected objects of several kinds, in the default
@@ -240,7 +240,7 @@ type ConditionCheck struct {
 // condition, until every one of them has it.
 // +kubebuilder:validation:XValidation:rule="has(self.kind) && has(self.apiVersion)",message="set apiVersion and kind"
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
-// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces"
+// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces",fieldPath=".namespace"
 type WaitForAction struct {
 	Selection `json:",inline"`
 	// Condition to wait for; without it the step waits until the objects
@@ -251,7 +251,7 @@ type WaitForAction struct {
 
 // TeardownStep is one step of a plan: exactly one action.
 // +kubebuilder:validation:XValidation:rule="[has(self.delete), has(self.inhibitWebhooks), has(self.waitFor)].filter(x, x).size() == 1",message="set exactly one action: delete, inhibitWebhooks or waitFor"
-// +kubebuilder:validation:XValidation:rule="!has(self.ifRemoverGone) || has(self.delete) || (has(self.waitFor) && !has(self.waitFor.condition))",message="ifRemoverGone: only a delete step, or a waitFor step without a condition, waits for finalizers"
+// +kubebuilder:validation:XValidation:rule="!has(self.ifRemoverGone) || has(self.delete) || (has(self.waitFor) && !has(self.waitFor.condition))",message="ifRemoverGone: only a delete step, or a waitFor step without a condition, waits for finalizers",fieldPath=".ifRemoverGone"
 type TeardownStep struct {
 	// Name of the step, unique in the plan: `teardown run --from-step` and
 	// the status refer to it.
