@@ -32,11 +32,6 @@ const (
 	ReasonNoHolder      = "NoHolder"
 )
 
-// HelmReleasesOfLabel is on every Lien a ClusterLien with helmReleasesOf
-// made; its value is the ClusterLien's name. The controller deletes only
-// Liens that carry it.
-const HelmReleasesOfLabel = "teardown.dev/helm-releases-of"
-
 // LienTarget names the objects of one kind in the Lien's own namespace.
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
 // +kubebuilder:validation:XValidation:rule="!has(self.__namespace__)",message="a Lien only reaches objects in its own namespace: remove namespace, or use a ClusterLien"

@@ -8,43 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TeardownFinalizer is held on a Teardown until its plan has finished.
-// Versions before per-plan finalizers held it on the trigger too, shared
-// by every plan on it; a trigger carrying it is still released, by the
-// last plan on it to finish.
-const TeardownFinalizer = "teardown.dev/teardown"
-
-// TriggerLabel ("true") marks an object a plan holds by its finalizer, so
-// that the policy teardown-trigger-foreground selects the DELETEs of these
-// objects alone by label, and no other DELETE evaluates it.
-const TriggerLabel = "teardown.dev/trigger"
-
-// NamespaceHoldLabel ("true") marks a namespace holding the trigger of a
-// plan that has not finished (armed, running or failed): while it is being
-// deleted, the policy teardown-namespace-waits refuses the namespace
-// controller's DELETEs there, so that the plan runs first with its
-// operator, Services, identity and custom resources in place, and the
-// namespace is emptied once the plan let it go. The controller keeps the
-// label (and NamespacePlansAnnotation) and removes it once no plan there is
-// left to run.
-const NamespaceHoldLabel = "teardown.dev/deletion-waits-for-plans"
-
-// NamespacePlansAnnotation on a namespace carrying NamespaceHoldLabel names
-// the Teardowns its deletion waits for, comma-separated, for the policy's
-// refusal message.
-const NamespacePlansAnnotation = "teardown.dev/plans"
-
-// TriggerFinalizerPrefix starts the finalizer each plan holds on its
-// trigger (TriggerFinalizer).
-const TriggerFinalizerPrefix = "teardown.dev/teardown-"
-
 // TriggerFinalizer is the finalizer the plan named plan holds on its
 // trigger until it has finished: teardown.dev/teardown-<plan>, each plan
 // its own, so that the trigger goes when the last plan on it finished. A
 // name too long for a qualified name's 63 characters is cut and ends in a
 // hash of the whole name.
 func TriggerFinalizer(plan string) string {
-	const room = 63 - len("teardown-")
+	const room = 63 - (len(TriggerFinalizerPrefix) - len(KeyPrefix)) // a qualified name's name part
 	if len(plan) <= room {
 		return TriggerFinalizerPrefix + plan
 	}
@@ -52,10 +22,6 @@ func TriggerFinalizer(plan string) string {
 	head := strings.TrimRight(plan[:room-9], "-.")
 	return TriggerFinalizerPrefix + head + "-" + hex.EncodeToString(sum[:4])
 }
-
-// RunFromStepAnnotation on a Teardown asks the executor to run the plan
-// again from the named step: `teardown run --from-step NAME` sets it.
-const RunFromStepAnnotation = "teardown.dev/run-from-step"
 
 // Condition types and reasons of a Teardown. Besides Armed and Running it
 // carries ConditionReady, which sums the plan up from the condition of its
@@ -223,8 +189,8 @@ type Selection struct {
 // +kubebuilder:validation:XValidation:rule="has(self.kind) == has(self.apiVersion)",message="set apiVersion and kind together"
 // +kubebuilder:validation:XValidation:rule="has(self.kind) != has(self.kinds)",message="set exactly one of kind (with apiVersion) and kinds"
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
-// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces"
-// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.name))",message="name needs a namespace, not allNamespaces: use a selector to match in every namespace"
+// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces",fieldPath=".namespace"
+// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.name))",message="name needs a namespace, not allNamespaces: use a selector to match in every namespace",fieldPath=".name"
 type DeleteAction struct {
 	Selection `json:",inline"`
 	// Kinds deletes the selected objects of several kinds, in the default
@@ -274,7 +240,7 @@ type ConditionCheck struct {
 // condition, until every one of them has it.
 // +kubebuilder:validation:XValidation:rule="has(self.kind) && has(self.apiVersion)",message="set apiVersion and kind"
 // +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
-// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces"
+// +kubebuilder:validation:XValidation:rule="!(has(self.allNamespaces) && self.allNamespaces && has(self.namespace))",message="set at most one of namespace and allNamespaces",fieldPath=".namespace"
 type WaitForAction struct {
 	Selection `json:",inline"`
 	// Condition to wait for; without it the step waits until the objects
@@ -285,7 +251,7 @@ type WaitForAction struct {
 
 // TeardownStep is one step of a plan: exactly one action.
 // +kubebuilder:validation:XValidation:rule="[has(self.delete), has(self.inhibitWebhooks), has(self.waitFor)].filter(x, x).size() == 1",message="set exactly one action: delete, inhibitWebhooks or waitFor"
-// +kubebuilder:validation:XValidation:rule="!has(self.ifRemoverGone) || has(self.delete) || (has(self.waitFor) && !has(self.waitFor.condition))",message="ifRemoverGone: only a delete step, or a waitFor step without a condition, waits for finalizers"
+// +kubebuilder:validation:XValidation:rule="!has(self.ifRemoverGone) || has(self.delete) || (has(self.waitFor) && !has(self.waitFor.condition))",message="ifRemoverGone: only a delete step, or a waitFor step without a condition, waits for finalizers",fieldPath=".ifRemoverGone"
 type TeardownStep struct {
 	// Name of the step, unique in the plan: `teardown run --from-step` and
 	// the status refer to it.

@@ -13,13 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 const (
 	// LeaseName is the heartbeat Lease's name.
 	LeaseName = "teardown-controller-heartbeat"
-	// Label marks the heartbeat Lease; its value is "controller".
-	Label = "teardown.dev/heartbeat"
 	// Interval is how often the Lease is renewed.
 	Interval = 10 * time.Second
 	// Duration is how long a renewal counts: four intervals.
@@ -94,7 +94,7 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	now := metav1.NewMicroTime(h.now())
 	l, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: h.Namespace, Labels: map[string]string{Label: "controller"}}}
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: h.Namespace, Labels: map[string]string{v1alpha1.HeartbeatLabel: "controller"}}}
 		h.fill(l, now)
 		if _, err := leases.Create(ctx, l, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating lease %s/%s: %w", h.Namespace, LeaseName, err)
@@ -115,7 +115,7 @@ func (h *Heartbeat) fill(l *coordinationv1.Lease, now metav1.MicroTime) {
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
-	l.Labels[Label] = "controller"
+	l.Labels[v1alpha1.HeartbeatLabel] = "controller"
 	if ptr.Deref(l.Spec.HolderIdentity, "") != h.Identity {
 		l.Spec.AcquireTime = &now
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)

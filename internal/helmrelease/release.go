@@ -16,15 +16,33 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
-// Labels select the records of the release name: Helm labels each record
-// owner=helm and name=<release>.
+// Labels select the records of the release name: Helm's storage drivers
+// label each record (a Secret, or a ConfigMap with the configmap driver)
+// owner=helm and name=<release>. They are stated once, in pkg/lien's
+// HelmRecords, the selector of a lien on the records, which this package
+// may import and pkg/lien may not import back.
 func Labels(name string) map[string]string {
-	return map[string]string{"owner": "helm", "name": name}
+	return lien.HelmRecords(name).MatchLabels
+}
+
+// Selector selects the records of the release name; its String is what
+// kubectl -l takes, and what a message naming the records quotes.
+func Selector(name string) labels.Selector {
+	return labels.SelectorFromSet(Labels(name))
+}
+
+// ListOptions list the records of the release name.
+func ListOptions(name string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: Selector(name).String()}
 }
 
 // Version is the revision a record's label says.

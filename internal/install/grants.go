@@ -14,12 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/teardown-dev/teardown/internal/rights"
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // GrantsRole is the ClusterRole `teardown install --grant` writes: the
 // kinds teardown's controller may change, aggregated into its role by the
-// label rights.Aggregate.
+// label v1alpha1.AggregateToControllerLabel.
 const GrantsRole = "teardown-grants"
 
 // Grants are the resources teardown's controller is granted at install
@@ -42,8 +42,8 @@ func grantsRole(g Grants) (*unstructured.Unstructured, error) {
 	role := &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: GrantsRole, Labels: map[string]string{
-			"app.kubernetes.io/name": "teardown",
-			rights.Aggregate:         "true",
+			"app.kubernetes.io/name":            "teardown",
+			v1alpha1.AggregateToControllerLabel: "true",
 		}},
 	}
 	for _, v := range []struct {
@@ -83,13 +83,13 @@ func grantsRole(g Grants) (*unstructured.Unstructured, error) {
 
 // ReportGrants writes what teardown's controller may patch and delete now,
 // beyond teardown's own kinds: the rules of the ClusterRoles labelled
-// rights.Aggregate that grant those verbs, by role.
+// v1alpha1.AggregateToControllerLabel that grant those verbs, by role.
 func ReportGrants(ctx context.Context, cfg *rest.Config, out io.Writer) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	roles, err := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: rights.Aggregate + "=true"})
+	roles, err := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.AggregateToControllerLabel + "=true"})
 	if err != nil {
 		return fmt.Errorf("listing the ClusterRoles that grant teardown's controller its rights: %w", err)
 	}
@@ -104,10 +104,10 @@ func ReportGrants(ctx context.Context, cfg *rest.Config, out io.Writer) error {
 	}
 	slices.Sort(lines)
 	if len(lines) == 0 {
-		fmt.Fprintf(out, "teardown's controller may patch and delete none of your kinds yet: a lien, owner link or plan on them is not in force (Ready=False, MissingPermission) until granted: teardown install --grant RESOURCE,... (patch: protect) --grant-delete RESOURCE,... (delete: collect), or a ClusterRole labelled %s=true\n", rights.Aggregate)
+		fmt.Fprintf(out, "teardown's controller may patch and delete none of your kinds yet: a lien, owner link or plan on them is not in force (Ready=False, MissingPermission) until granted: teardown install --grant RESOURCE,... (patch: protect) --grant-delete RESOURCE,... (delete: collect), or a ClusterRole labelled %s=true\n", v1alpha1.AggregateToControllerLabel)
 		return nil
 	}
-	fmt.Fprintf(out, "teardown's controller is granted, beyond its own kinds (ClusterRoles labelled %s=true):\n%s\n", rights.Aggregate, strings.Join(lines, "\n"))
+	fmt.Fprintf(out, "teardown's controller is granted, beyond its own kinds (ClusterRoles labelled %s=true):\n%s\n", v1alpha1.AggregateToControllerLabel, strings.Join(lines, "\n"))
 	return nil
 }
 

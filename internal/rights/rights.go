@@ -14,12 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/refused"
 )
-
-// Aggregate is the label of the ClusterRoles whose rules teardown's
-// controller role aggregates.
-const Aggregate = "teardown.dev/aggregate-to-controller"
 
 // Allowed asks kube-apiserver whether the controller's user may make req.
 func Allowed(ctx context.Context, c client.Client, req refused.Request) (bool, error) {
@@ -45,7 +42,7 @@ func Missing(req refused.Request) string {
 		where = "in namespace " + req.Namespace
 	}
 	return fmt.Sprintf("teardown's controller may not %s %s %s: grant verb %s on resource %s (group %q) with a ClusterRole labelled %s=true",
-		req.Verb, req.Resource.Resource, where, req.Verb, req.Resource.Resource, req.Resource.Group, Aggregate)
+		req.Verb, req.Resource.Resource, where, req.Verb, req.Resource.Resource, req.Resource.Group, v1alpha1.AggregateToControllerLabel)
 }
 
 // Explain tells why the API server refused a request: missing is true,

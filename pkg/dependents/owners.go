@@ -12,28 +12,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
+// The keys on owners and dependents. They are declared in api/v1alpha1
+// (well_known.go), which says what each is for; these are their names in
+// this package's terms.
 const (
-	// OwnersAnnotation on a dependent holds its owner links, a JSON list.
-	OwnersAnnotation = "teardown.dev/owners"
-	// OwnedLabel = "true" on a dependent lets the controller watch only dependents.
-	OwnedLabel = "teardown.dev/owned"
-	// PolicyLabel on an owner chooses what happens to its dependents when it is deleted.
-	PolicyLabel = "teardown.dev/deletion-policy"
-	// ConfirmDeletionAnnotation = "true" on an owner marks its deletion as
-	// intended, for OrphanUnlessConfirmed.
-	ConfirmDeletionAnnotation = "teardown.dev/confirm-deletion"
-	// Finalizer is held on an owner with linked dependents or a policy
-	// that needs it, until its dependents are deleted or orphaned as its
-	// policy (or the deleter's propagationPolicy Orphan) says.
-	Finalizer = "teardown.dev/dependents"
-	// OwnerLabel = "true" marks an owner teardown holds Finalizer on, so that
-	// the policy teardown-orphan-intent matches only those: while teardown's
-	// finalizer is there, kube-apiserver keeps the finalizer "orphan" a
-	// propagationPolicy Orphan deletion added, and teardown can see the
-	// deleter's intent.
-	OwnerLabel = "teardown.dev/owner"
+	OwnersAnnotation          = v1alpha1.OwnersAnnotation
+	OwnedLabel                = v1alpha1.OwnedLabel
+	PolicyLabel               = v1alpha1.DeletionPolicyLabel
+	ConfirmDeletionAnnotation = v1alpha1.ConfirmDeletionAnnotation
+	Finalizer                 = v1alpha1.DependentsFinalizer
+	OwnerLabel                = v1alpha1.OwnerLabel
 )
 
 // OwnerLink is one entry of the owners annotation: an ownerReference plus

@@ -7,21 +7,24 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
-// The markers on a protected object.
+// The markers on a protected object. The keys are declared in api/v1alpha1
+// (well_known.go); these are their names in the codec's terms.
 const (
 	// Label marks a protected object. LabelDeny ("true") makes the
 	// ValidatingAdmissionPolicy refuse its DELETE; LabelDefer marks an
 	// object kept only by the finalizer, so that tamper protection still
 	// matches it.
-	Label      = "teardown.dev/lien"
+	Label      = v1alpha1.LienLabel
 	LabelDeny  = "true"
 	LabelDefer = "defer"
 	// Annotation lists the liens on the object, as JSON Entries.
-	Annotation = "teardown.dev/liens"
+	Annotation = v1alpha1.LiensAnnotation
 	// Finalizer keeps an object whose deletion a Defer lien postpones.
-	Finalizer = "teardown.dev/lien"
+	Finalizer = v1alpha1.LienFinalizer
 )
 
 // ModeDefer is the Mode of a Defer lien's Entry; empty means Deny.

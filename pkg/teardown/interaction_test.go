@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/pkg/teardown/teardowntest"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actual output")
@@ -49,15 +50,18 @@ func TestInteraction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			blocks := parseScript(t, string(data))
+			blocks, err := teardowntest.Parse(string(data))
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
 			w := &world{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			var out strings.Builder
 			for _, b := range blocks {
 				got := w.do(t, b)
-				if !*rewrite && strings.TrimSpace(got) != strings.TrimSpace(b.want) {
-					t.Errorf("%s:%d %s\n%s", file, b.line, b.cmd, cmp.Diff(strings.TrimSpace(b.want), strings.TrimSpace(got)))
+				if !*rewrite && strings.TrimSpace(got) != strings.TrimSpace(b.Want) {
+					t.Errorf("%s:%d %s\n%s", file, b.Line, b.Cmd, cmp.Diff(strings.TrimSpace(b.Want), strings.TrimSpace(got)))
 				}
-				out.WriteString(b.header)
+				out.WriteString(b.Header)
 				out.WriteString("----\n")
 				if s := strings.TrimSpace(got); s != "" {
 					out.WriteString(s + "\n")
@@ -73,55 +77,8 @@ func TestInteraction(t *testing.T) {
 	}
 }
 
-type block struct {
-	line   int
-	cmd    string
-	args   []string
-	input  string
-	want   string
-	header string // comments, command and input, as written
-}
-
-func parseScript(t *testing.T, s string) []block {
-	t.Helper()
-	lines := strings.Split(s, "\n")
-	var blocks []block
-	for i := 0; i < len(lines); {
-		var header strings.Builder
-		for i < len(lines) && (strings.HasPrefix(lines[i], "#") || strings.TrimSpace(lines[i]) == "") {
-			if strings.HasPrefix(lines[i], "#") {
-				header.WriteString(lines[i] + "\n")
-			}
-			i++
-		}
-		if i >= len(lines) {
-			break
-		}
-		b := block{line: i + 1}
-		fields := strings.Fields(lines[i])
-		b.cmd, b.args = fields[0], fields[1:]
-		header.WriteString(lines[i] + "\n")
-		i++
-		var input []string
-		for i < len(lines) && lines[i] != "----" {
-			input = append(input, lines[i])
-			header.WriteString(lines[i] + "\n")
-			i++
-		}
-		if i >= len(lines) {
-			t.Fatalf("line %d: %s has no ---- separator", b.line, b.cmd)
-		}
-		i++
-		var want []string
-		for i < len(lines) && strings.TrimSpace(lines[i]) != "" {
-			want = append(want, lines[i])
-			i++
-		}
-		b.input, b.want, b.header = strings.Join(input, "\n"), strings.Join(want, "\n"), header.String()
-		blocks = append(blocks, b)
-	}
-	return blocks
-}
+// block is one command of a script.
+type block = teardowntest.Block
 
 // world is the cluster the scripts act on.
 type world struct {
@@ -141,11 +98,11 @@ type fakeObject struct {
 
 func (w *world) do(t *testing.T, b block) string {
 	t.Helper()
-	switch b.cmd {
+	switch b.Cmd {
 	case "plan":
 		w.spec = v1alpha1.TeardownSpec{}
 		w.status = v1alpha1.TeardownStatus{}
-		if err := yaml.UnmarshalStrict([]byte(b.input), &w.spec); err != nil {
+		if err := yaml.UnmarshalStrict([]byte(b.Input), &w.spec); err != nil {
 			return "error: " + err.Error()
 		}
 		errs := Validate(&w.spec)
@@ -158,14 +115,14 @@ func (w *world) do(t *testing.T, b block) string {
 		}
 		return strings.Join(out, "\n")
 	case "create":
-		for _, l := range strings.Split(b.input, "\n") {
+		for _, l := range strings.Split(b.Input, "\n") {
 			if strings.TrimSpace(l) != "" {
 				w.create(t, l)
 			}
 		}
 		return ""
 	case "finalize":
-		o := w.find(t, b.args)
+		o := w.find(t, b.Args)
 		o.Finalizers = nil
 		if o.Deleting {
 			w.remove(o)
@@ -173,7 +130,7 @@ func (w *world) do(t *testing.T, b block) string {
 		}
 		return ""
 	case "delete":
-		o := w.find(t, b.args)
+		o := w.find(t, b.Args)
 		if len(o.Finalizers) == 0 {
 			w.remove(o)
 			return o.String() + " is gone"
@@ -181,13 +138,13 @@ func (w *world) do(t *testing.T, b block) string {
 		o.Deleting = true
 		return ""
 	case "set":
-		o := w.find(t, b.args[:2])
-		for _, kv := range b.args[2:] {
+		o := w.find(t, b.Args[:2])
+		for _, kv := range b.Args[2:] {
 			w.setField(t, o, kv)
 		}
 		return ""
 	case "resume":
-		if err := ResumeFrom(&w.spec, &w.status, b.args[0]); err != nil {
+		if err := ResumeFrom(&w.spec, &w.status, b.Args[0]); err != nil {
 			return "error: " + err.Error()
 		}
 		return "phase " + string(w.status.Phase)
@@ -198,10 +155,10 @@ func (w *world) do(t *testing.T, b block) string {
 		}
 		return strings.Join(out, "\n")
 	case "tick":
-		w.advance(t, b.args)
+		w.advance(t, b.Args)
 		return w.tick()
 	case "run":
-		w.advance(t, b.args)
+		w.advance(t, b.Args)
 		var out []string
 		for range 50 {
 			s := w.tick()
@@ -215,7 +172,7 @@ func (w *world) do(t *testing.T, b block) string {
 		}
 		return strings.Join(out, "\n")
 	}
-	t.Fatalf("line %d: unknown command %q", b.line, b.cmd)
+	t.Fatalf("line %d: unknown command %q", b.Line, b.Cmd)
 	return ""
 }
 

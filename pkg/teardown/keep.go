@@ -12,8 +12,9 @@ import (
 // keepUntilDone objects.
 func KeepName(teardown string) string { return "teardown-" + teardown }
 
-// KeepLabel on that ClusterLien names its Teardown.
-const KeepLabel = "teardown.dev/teardown"
+// KeepLabel on that ClusterLien names its Teardown
+// (v1alpha1.KeepUntilDoneLabel).
+const KeepLabel = v1alpha1.KeepUntilDoneLabel
 
 // KeepReason is the reason of the ClusterLien that keeps the
 // keepUntilDone objects of the plan named teardown: the lien policy quotes

@@ -151,7 +151,7 @@ func validateIfRemoverGone(p *field.Path, s v1alpha1.TeardownStep, g *v1alpha1.I
 		errs = append(errs, field.TooMany(p.Child("finalizers"), n, 8))
 	}
 	for i, f := range g.Finalizers {
-		if KubernetesOwned(f) || strings.HasPrefix(f, "teardown.dev/") {
+		if KubernetesOwned(f) || strings.HasPrefix(f, v1alpha1.KeyPrefix) {
 			errs = append(errs, field.Invalid(p.Child("finalizers").Index(i), f, "Kubernetes' own finalizers (kubernetes, orphan, foregroundDeletion, *kubernetes.io/*, *k8s.io/*, *.k8s.io) and teardown's (teardown.dev/*) are never removed: their remover is Kubernetes, or teardown itself"))
 		}
 	}

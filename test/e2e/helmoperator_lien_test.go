@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -63,7 +64,7 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 	protected := func(revisions int) {
 		t.Helper()
 		op.poll(t, time.Minute, "every record of the release protected", func(ctx context.Context) (bool, error) {
-			rs, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
+			rs, err := kube.CoreV1().Secrets(ns).List(ctx, helmrelease.ListOptions(foo))
 			if err != nil || len(rs.Items) != revisions {
 				return false, err
 			}
@@ -124,7 +125,7 @@ func TestHelmOperatorUnderLien(t *testing.T) {
 		if _, err := foos.Namespace(ns).Get(ctx, foo, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		rs, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
+		rs, err := kube.CoreV1().Secrets(ns).List(ctx, helmrelease.ListOptions(foo))
 		return err == nil && len(rs.Items) == 0 && roleGone(role), err
 	})
 	op.poll(t, time.Minute, "the Lien the ClusterLien made for the Foo gone with it", func(ctx context.Context) (bool, error) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -291,7 +292,7 @@ func CheckFinal(live []Live, deps []DependentFact) []Violation {
 		}
 		for _, f := range o.Finalizers {
 			switch f {
-			case lien.Finalizer, "teardown.dev/lien-cleanup":
+			case lien.Finalizer, v1alpha1.LienCleanupFinalizer:
 				out = append(out, Violation{"finalizer", fmt.Sprintf("%s still carries %s after every lien was deleted", o, f)})
 			case links.Finalizer:
 				p, err := links.PolicyOf(&metav1.ObjectMeta{Labels: o.Labels})

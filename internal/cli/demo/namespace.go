@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/internal/helmoperator"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/pkg/lien"
@@ -107,7 +108,7 @@ var namespaceOrphansClusterScoped = Scenario{
 			}
 			protectedBy = l.GetName()
 			return op.Poll(ctx, time.Minute, "every record of release "+foo+" protected", func(ctx context.Context) (bool, error) {
-				rs, err := e.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + foo})
+				rs, err := e.Kube.CoreV1().Secrets(ns).List(ctx, helmrelease.ListOptions(foo))
 				if err != nil || len(rs.Items) == 0 {
 					return false, err
 				}

@@ -229,8 +229,7 @@ var KnownFinalizers = func() []Known {
 		Known{Name: lien.Finalizer, Remover: "the teardown controller", Component: "teardown", When: "once the lien is released"},
 		Known{Name: dependents.Finalizer, Remover: "the teardown controller", Component: "teardown", When: "once the dependents are deleted or orphaned as the deletion policy says"},
 		Known{Name: v1alpha1.TeardownFinalizer, Remover: "the teardown controller", Component: "teardown", When: "once the Teardown plan has finished"},
-		// CleanupFinalizer of internal/controller/lien, which the CLI does not import.
-		Known{Name: "teardown.dev/lien-cleanup", Remover: "the teardown controller", Component: "teardown", When: "once the lien's markers are off the objects it protected"},
+		Known{Name: v1alpha1.LienCleanupFinalizer, Remover: "the teardown controller", Component: "teardown", When: "once the lien's markers are off the objects it protected"},
 	)
 }()
 

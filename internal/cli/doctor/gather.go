@@ -97,7 +97,7 @@ func GatherControllers(ctx context.Context, kube kubernetes.Interface, dyn dynam
 	}
 	for _, l := range leases.Items {
 		x := Lease{Namespace: l.Namespace, Name: l.Name, Holder: ptr.Deref(l.Spec.HolderIdentity, ""), Fresh: heartbeat.Fresh(&l, now)}
-		if _, ok := l.Labels[heartbeat.Label]; ok {
+		if _, ok := l.Labels[v1alpha1.HeartbeatLabel]; ok {
 			c.Heartbeats = append(c.Heartbeats, x)
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 )
 
 // Facts are what the audit reads.
@@ -196,7 +197,7 @@ func helmReleaseGone(o *resource.Object, namespaces, releases sets.Set[string]) 
 			Reason: fmt.Sprintf("Helm release %s: namespace %s is gone, and the release record with it", release, ns)}, true
 	case !releases.Has(release):
 		return Orphan{Kind: HelmReleaseGone, Object: refOf(o), Release: release,
-			Reason: fmt.Sprintf("Helm release %s: no release record (secret or configmap owner=helm,name=%s) in namespace %s", release, name, ns)}, true
+			Reason: fmt.Sprintf("Helm release %s: no release record (secret or configmap %s) in namespace %s", release, helmrelease.Selector(name), ns)}, true
 	}
 	return Orphan{}, false
 }

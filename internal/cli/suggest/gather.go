@@ -161,13 +161,13 @@ const (
 // the latest, the names of all.
 func readRelease(ctx context.Context, c *resource.Clients, f *Facts, ns string) error {
 	name := f.Release
-	l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: labelSelector(helmrelease.Labels(name))})
+	l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, helmrelease.ListOptions(name))
 	if err != nil {
 		return fmt.Errorf("listing the records of helm release %s in namespace %s: %w", name, ns, err)
 	}
 	latest := helmrelease.Latest(l.Items)
 	if latest == nil {
-		return fmt.Errorf("helm release %s not found in namespace %s (no Secret labelled owner=helm,name=%s)", name, ns, name)
+		return fmt.Errorf("helm release %s not found in namespace %s (no Secret labelled %s)", name, ns, helmrelease.Selector(name))
 	}
 	objs, err := helmrelease.Objects(latest.Data["release"])
 	if err != nil {
@@ -184,15 +184,6 @@ func readRelease(ctx context.Context, c *resource.Clients, f *Facts, ns string) 
 	}
 	slices.Sort(f.ReleaseRecords)
 	return nil
-}
-
-func labelSelector(m map[string]string) string {
-	var parts []string
-	for k, v := range m {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
 }
 
 func (f *Facts) gatherRBAC(ctx context.Context, c *resource.Clients) error {

@@ -41,9 +41,8 @@ type Suggestion struct {
 }
 
 const (
-	rbacGroup  = rbacv1.GroupName
-	rbacAPI    = "rbac.authorization.k8s.io/v1"
-	aggregated = "teardown.dev/aggregate-to-controller"
+	rbacGroup = rbacv1.GroupName
+	rbacAPI   = "rbac.authorization.k8s.io/v1"
 )
 
 // Suggest turns facts into a plan. It decides nothing it cannot see: what
@@ -342,7 +341,7 @@ func (s *suggester) operatorCRDs() []apiextensionsv1.CustomResourceDefinition {
 func foreignFinalizers(o *unstructured.Unstructured) []string {
 	var out []string
 	for _, fin := range o.GetFinalizers() {
-		if !teardown.KubernetesOwned(fin) && !strings.HasPrefix(fin, "teardown.dev/") {
+		if !teardown.KubernetesOwned(fin) && !strings.HasPrefix(fin, v1alpha1.KeyPrefix) {
 			out = append(out, fin)
 		}
 	}
@@ -847,7 +846,7 @@ func (s *suggester) grantRole(plan string) rbacv1.ClusterRole {
 		TypeMeta: metav1.TypeMeta{APIVersion: rbacAPI, Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   "teardown-" + plan,
-			Labels: map[string]string{aggregated: "true"},
+			Labels: map[string]string{v1alpha1.AggregateToControllerLabel: "true"},
 		},
 	}
 	for _, k := range keys {

@@ -8,12 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	cliresource "k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/teardown-dev/teardown/internal/cli/doctor"
 	"github.com/teardown-dev/teardown/internal/cli/resource"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 )
 
 // helmKind is the pseudo-kind `why` takes for a Helm release: helm/NAME
@@ -40,9 +39,9 @@ func helmReleaseArg(args []string) (string, bool) {
 
 // getHelmRecord reads the newest record of Helm release name in ns: the
 // Secret (Helm's default driver), else the ConfigMap (its configmap
-// driver), labelled owner=helm,name=NAME with the highest version.
+// driver) of the highest version among those helmrelease.Selector selects.
 func getHelmRecord(ctx context.Context, c *resource.Clients, ns, name string) (*cliresource.Info, error) {
-	opts := metav1.ListOptions{LabelSelector: labels.Set{"owner": "helm", "name": name}.String()}
+	opts := helmrelease.ListOptions(name)
 	secrets, err := c.Metadata.Resource(secretsGVR).Namespace(ns).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("listing the records of Helm release %s in namespace %s: %w", name, ns, err)
@@ -62,7 +61,7 @@ func getHelmRecord(ctx context.Context, c *resource.Clients, ns, name string) (*
 		}
 	}
 	if newest == "" {
-		return nil, fmt.Errorf("helm/%s: no record of that release in namespace %s (no Secret or ConfigMap labelled owner=helm,name=%s): nothing keeps the name", name, ns, name)
+		return nil, fmt.Errorf("helm/%s: no record of that release in namespace %s (no Secret or ConfigMap labelled %s): nothing keeps the name", name, ns, helmrelease.Selector(name))
 	}
 	return resource.Get(c, ns, kind+"/"+newest)
 }

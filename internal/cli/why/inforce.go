@@ -177,7 +177,7 @@ func notInForceFindings(f *Facts) []Finding {
 			fd.Facts = append(fd.Facts, Fact{"why not", "the lien is Ready but has not marked it yet: look again in a moment"})
 		}
 		if l.Ready != nil && l.Ready.Reason == v1alpha1.ReasonMissingPermission {
-			fd.Advice = append(fd.Advice, "grant the right the message names, with a ClusterRole labelled "+rights.Aggregate+"=true (teardown install --grant RESOURCE writes one): the lien protects it within seconds, nothing else to do")
+			fd.Advice = append(fd.Advice, "grant the right the message names, with a ClusterRole labelled "+v1alpha1.AggregateToControllerLabel+"=true (teardown install --grant RESOURCE writes one): the lien protects it within seconds, nothing else to do")
 		}
 		fd.Advice = append(fd.Advice, describeCommand(l))
 		out = append(out, fd)
@@ -190,7 +190,7 @@ func notInForceFindings(f *Facts) []Finding {
 		fd := Finding{Kind: "NotInForce", Title: fmt.Sprintf("Teardown %s names it as its trigger but is not armed: deleting it now does not run the plan", p.Name)}
 		fd.Facts = []Fact{{"why not", "Armed=False, " + p.Armed}}
 		if strings.HasPrefix(p.Armed, v1alpha1.ReasonMissingPermission) {
-			fd.Advice = append(fd.Advice, "grant the right the message names, with a ClusterRole labelled "+rights.Aggregate+"=true (teardown install --grant RESOURCE writes one): the plan arms within seconds, nothing else to do")
+			fd.Advice = append(fd.Advice, "grant the right the message names, with a ClusterRole labelled "+v1alpha1.AggregateToControllerLabel+"=true (teardown install --grant RESOURCE writes one): the plan arms within seconds, nothing else to do")
 		}
 		fd.Advice = append(fd.Advice, "kubectl describe teardown "+p.Name)
 		out = append(out, fd)
@@ -214,7 +214,7 @@ func notInForceFindings(f *Facts) []Finding {
 		if req.Verb == "delete" {
 			flag = "--grant-delete"
 		}
-		fd.Advice = append(fd.Advice, fmt.Sprintf("teardown install %s %s%s (or a ClusterRole labelled %s=true granting it)", flag, group, req.Resource.Resource, rights.Aggregate))
+		fd.Advice = append(fd.Advice, fmt.Sprintf("teardown install %s %s%s (or a ClusterRole labelled %s=true granting it)", flag, group, req.Resource.Resource, v1alpha1.AggregateToControllerLabel))
 		out = append(out, fd)
 	}
 	return out

@@ -36,12 +36,12 @@ import (
 
 // CleanupFinalizer is on every Lien and ClusterLien, so that deleting one
 // takes its markers off the objects it protected before it goes.
-const CleanupFinalizer = "teardown.dev/lien-cleanup"
+const CleanupFinalizer = v1alpha1.LienCleanupFinalizer
 
 // NudgeAnnotation is written on a terminating namespace after a lien on
 // one of its objects was released, so the namespace controller retries at
 // once instead of after its back-off.
-const NudgeAnnotation = "teardown.dev/nudge"
+const NudgeAnnotation = v1alpha1.NudgeAnnotation
 
 // resync re-reads holders even without events, in case a watch missed one.
 const resync = time.Minute

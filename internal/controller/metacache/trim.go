@@ -7,10 +7,9 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// Prefix is the label and annotation prefix Trim keeps.
-const Prefix = "teardown.dev/"
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+)
 
 // Trim is the informers' transform: it keeps, in place, only the fields
 // teardown's controllers read, and shares repeated strings and maps with
@@ -117,7 +116,7 @@ func (t *intern) set(m map[string]string) map[string]string {
 	b.Reset()
 	n := 0
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !strings.HasPrefix(k, Prefix) {
+		if !strings.HasPrefix(k, v1alpha1.KeyPrefix) {
 			continue
 		}
 		n++
@@ -134,7 +133,7 @@ func (t *intern) set(m map[string]string) map[string]string {
 	}
 	c := make(map[string]string, n)
 	for k, v := range m {
-		if strings.HasPrefix(k, Prefix) {
+		if strings.HasPrefix(k, v1alpha1.KeyPrefix) {
 			c[t.str(k)] = v
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/helmrelease"
 	"github.com/teardown-dev/teardown/internal/repofile"
 )
 
@@ -92,7 +93,7 @@ func (e *Env) WaitRecordsGone(ctx context.Context) error {
 // release in namespace to be gone.
 func WaitRecordsGone(ctx context.Context, kube kubernetes.Interface, namespace, release string) error {
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + release})
+		l, err := kube.CoreV1().Secrets(namespace).List(ctx, helmrelease.ListOptions(release))
 		return err == nil && len(l.Items) == 0, err
 	})
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // Snapshot names every object of the cluster, one string each (Object's
@@ -167,7 +169,7 @@ func RemoveAll(ctx context.Context, cfg *rest.Config, before map[string]Object) 
 			}
 			r := dyn.Resource(o.GVR).Namespace(o.Namespace)
 			what := k
-			if _, err := r.Patch(ctx, o.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null,"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if _, err := r.Patch(ctx, o.Name, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"finalizers":null,"labels":{%q:null}}}`, v1alpha1.LienLabel), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				what += "; patch: " + err.Error()
 			}
 			if err := r.Delete(ctx, o.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil && !apierrors.IsNotFound(err) {

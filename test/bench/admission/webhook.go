@@ -17,14 +17,13 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // WebhookLabel marks the objects the benchmark's webhook protects, so that
 // teardown's policy (which matches teardown.dev/lien) never sees them.
 const WebhookLabel = "bench.teardown.dev/webhook-lien"
-
-// LiensAnnotation is read by the webhook the way teardown's policy reads it.
-const LiensAnnotation = "teardown.dev/liens"
 
 // Webhook is a fail-closed validating webhook that refuses the DELETE of
 // every object carrying WebhookLabel, naming its liens: the check
@@ -104,9 +103,9 @@ func Decide(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if old.Labels[WebhookLabel] != "true" {
 		return resp
 	}
-	liens, ok := old.Annotations[LiensAnnotation]
+	liens, ok := old.Annotations[v1alpha1.LiensAnnotation]
 	if !ok {
-		liens = "(annotation " + LiensAnnotation + " missing)"
+		liens = "(annotation " + v1alpha1.LiensAnnotation + " missing)"
 	}
 	ns := ""
 	if r.Namespace != "" {
