@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/backoff"
@@ -49,10 +48,7 @@ const resync = time.Minute
 // Reconciler keeps the lien markers on protected objects in step with one
 // kind of lien (Lien or ClusterLien).
 type Reconciler struct {
-	Client    client.Client // cached reads of liens (by the indexes of watch.go), writes of everything
-	APIReader client.Reader // live reads: every protect and release decision
-	Mapper    meta.RESTMapper
-	Recorder  recorder.EventRecorder
+	markers // the clients, and the writes of markers
 
 	newObject func() object
 	list      func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error)
@@ -346,8 +342,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (_ reconcile
 	if err != nil {
 		return reconcile.Result{}, false, err
 	}
-	_, heldBy, _, _ := o.spec()
-	held = held && len(heldBy) > 0 && terminating
+	held = held && len(o.spec().heldBy) > 0 && terminating
 	if held, err = r.offCycle(ctx, o, holders, held, &f); err != nil {
 		return reconcile.Result{}, false, err
 	}
@@ -365,7 +360,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (_ reconcile
 // objects, through other liens or not (see cycles.go); it reports whether
 // the lien still holds.
 func (r *Reconciler) offCycle(ctx context.Context, o object, holders []v1alpha1.ObjectStatus, held bool, f *findings) (bool, error) {
-	if _, heldBy, _, _ := o.spec(); !held || len(heldBy) == 0 {
+	if !held || len(o.spec().heldBy) == 0 {
 		return held, nil
 	}
 	var err error
@@ -379,11 +374,11 @@ func (r *Reconciler) offCycle(ctx context.Context, o object, holders []v1alpha1.
 // a Deny lien, on the CRDs of those objects), takes it off what it no
 // longer protects, and records it all in o's status and conditions.
 func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.ObjectStatus, held bool, f *findings) error {
-	protect, _, mode, _ := o.spec()
+	sp := o.spec()
 	var desired []metav1.PartialObjectMetadata
 	if held {
 		var err error
-		if desired, err = r.resolveTargets(ctx, o, protect, f); err != nil {
+		if desired, err = r.resolveTargets(ctx, o, sp.protect, f); err != nil {
 			return err
 		}
 		if err := r.recordMarked(ctx, o, desired); err != nil {
@@ -392,7 +387,7 @@ func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.O
 	}
 	protected, released, err := r.apply(ctx, o, held, desired, f)
 	if err == nil {
-		err = r.protectCRDs(ctx, o, held && mode == v1alpha1.LienModeDeny, protected, f)
+		err = r.protectCRDs(ctx, o, held && sp.mode == v1alpha1.LienModeDeny, protected, f)
 	}
 	st := o.status()
 	if !held {
@@ -591,7 +586,7 @@ func (r *Reconciler) served(ctx context.Context, res resolved) (bool, error) {
 // lien saw exist went with its kind (the CRD's deletion deleted it); one it
 // never saw counts as holding.
 func (r *Reconciler) resolveHolders(ctx context.Context, o object, f *findings) (statuses []v1alpha1.ObjectStatus, held bool, err error) {
-	_, heldBy, _, _ := o.spec()
+	heldBy := o.spec().heldBy
 	if len(heldBy) == 0 {
 		held = true // held until the lien is deleted
 	}
@@ -844,9 +839,8 @@ func (r *Reconciler) recordMarked(ctx context.Context, o object, desired []metav
 // changed since no longer names. Broken markers found on the way are
 // repaired first.
 func (r *Reconciler) carrying(ctx context.Context, o object, key string) ([]metav1.PartialObjectMetadata, error) {
-	protect, _, _, _ := o.spec()
 	var kinds []resolved
-	for _, x := range protect {
+	for _, x := range o.spec().protect {
 		if res, msg, _ := r.resolve(o, x); msg == "" {
 			kinds = append(kinds, res)
 		}

@@ -138,7 +138,7 @@ func fakeReconciler(t *testing.T, l *v1alpha1.Lien, write func(ctx context.Conte
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
 	return c, &Reconciler{
-		Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
+		markers:   markers{Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100)},
 		newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
 		watched:   map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},
 	}

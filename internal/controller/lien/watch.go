@@ -60,8 +60,7 @@ func indexKinds(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	protect, heldBy, _, _ := o.spec()
-	names := append(protect, heldBy...)
+	names := o.spec().refs()
 	if of := o.helmReleasesOf(); of != nil {
 		names = append(names, ref{APIVersion: of.APIVersion, Kind: of.Kind})
 	}
@@ -166,9 +165,8 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 // ConfigMaps, are one watch (it was one per entry, about 1,000), and
 // liens of one kind in 100 namespaces one. Bad input selects nothing.
 func (r *Reconciler) follow(o object) error {
-	protect, heldBy, _, _ := o.spec()
 	var sels []metacache.Selection
-	for _, x := range append(protect, heldBy...) {
+	for _, x := range o.spec().refs() {
 		res, msg, _ := r.resolve(o, x)
 		if msg != "" {
 			continue
@@ -243,8 +241,7 @@ func reaches(o object, gvk schema.GroupVersionKind, ns string) bool {
 	if of := o.helmReleasesOf(); of != nil {
 		return true
 	}
-	protect, heldBy, _, _ := o.spec()
-	return slices.ContainsFunc(append(protect, heldBy...), func(x ref) bool {
+	return slices.ContainsFunc(o.spec().refs(), func(x ref) bool {
 		return x.APIVersion == gvk.GroupVersion().String() && x.Kind == gvk.Kind && x.Namespace == ns
 	})
 }
