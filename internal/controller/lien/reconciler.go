@@ -263,8 +263,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 // (optimistic lock: a status read before someone else's write is not
 // written over it), and only if it changed; then, for a released lien,
 // takes its cleanup finalizer off, once the status is stored. A conflict
-// requeues silently; o gone is no error; a failed write is returned, with
-// the reconcile's own error.
+// requeues silently (after a failed reconcile, its error alone retries: a
+// result returned with an error is ignored); o gone is no error; a failed
+// write is returned, with the reconcile's own error.
 func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, released bool, res reconcile.Result, err error) (reconcile.Result, error) {
 	if !equality.Semantic.DeepEqual(before, o.status()) {
 		base := o.deepCopy()
@@ -273,8 +274,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1
 		switch {
 		case apierrors.IsNotFound(perr):
 			return reconcile.Result{}, err
+		case apierrors.IsConflict(perr) && err != nil:
+			return reconcile.Result{}, err // the result is ignored with an error: the error's back-off retries
 		case apierrors.IsConflict(perr):
-			return reconcile.Result{RequeueAfter: time.Second}, err
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		case perr != nil:
 			return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
 		}
