@@ -249,7 +249,7 @@ type rateLimitingQueue[T comparable] struct {
 
 	mu         sync.Mutex
 	namespaces map[string]*rate.Limiter
-	pruned     time.Time                      // when namespaces was last pruned
+	pruned     time.Time      // when namespaces was last pruned
 	paced      map[T]struct{} // events' requests waiting for their namespace's token
 
 	// One request per namespace at a time: busy are the namespaces with a

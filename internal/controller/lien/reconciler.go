@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -51,7 +52,11 @@ type Reconciler struct {
 	markers // the clients, and the writes of markers
 
 	newObject func() object
-	list      func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error)
+	// helmReleases makes this the helmReleasesOf controller: it serves the
+	// ClusterLiens with helmReleasesOf (helmreleases.go), and the
+	// ClusterLien controller every other one.
+	helmReleases bool
+	list         func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error)
 
 	cache cache.Cache
 	// watches are the objects liens name, on the shared metadata cache:
@@ -59,8 +64,11 @@ type Reconciler struct {
 	// liens gone, broken markers); per lien, what its entries select.
 	watches    *metacache.Source
 	controller controller.Controller
-	mu         sync.Mutex
-	watched    map[schema.GroupVersionKind]bool
+	// toMarkers hands the markers controller the requests of events:
+	// objects seen with broken markers, entries of liens gone.
+	toMarkers *handOver
+	mu        sync.Mutex
+	watched   map[schema.GroupVersionKind]bool
 }
 
 // Options configure the controllers.
@@ -109,7 +117,19 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultWorkers
 	}
-	for _, r := range []*Reconciler{
+	toMarkers := &handOver{}
+	listClusterLiens := func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
+		var l v1alpha1.ClusterLienList
+		if err := c.List(ctx, &l, opts...); err != nil {
+			return nil, err
+		}
+		var out []object
+		for i := range l.Items {
+			out = append(out, clusterLienObj{&l.Items[i]})
+		}
+		return out, nil
+	}
+	liens := []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
 			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
@@ -126,24 +146,42 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		},
 		{
 			newObject: func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
-			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
-				var l v1alpha1.ClusterLienList
-				if err := c.List(ctx, &l, opts...); err != nil {
-					return nil, err
-				}
-				var out []object
-				for i := range l.Items {
-					out = append(out, clusterLienObj{&l.Items[i]})
-				}
-				return out, nil
-			},
+			list:      listClusterLiens,
 		},
-	} {
+	}
+	helmReleases := &Reconciler{
+		newObject:    func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
+		list:         listClusterLiens,
+		helmReleases: true,
+	}
+	for _, r := range append(liens, helmReleases) {
+		r.toMarkers = toMarkers
 		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
 			return err
 		}
 	}
-	return nil
+	return setupMarkers(mgr, toMarkers, liens, o.MaxConcurrentReconciles)
+}
+
+// setupMarkers registers the markers controller, on the requests the lien
+// controllers hand it.
+func setupMarkers(mgr ctrl.Manager, toMarkers *handOver, liens []*Reconciler, workers int) error {
+	r := &markersReconciler{
+		markers: markers{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Recorder: mgr.GetEventRecorder("teardown-lien-markers")},
+		liens:   liens,
+	}
+	c, err := controller.NewTyped[markerRequest]("lien-markers", mgr, controller.TypedOptions[markerRequest]{
+		Reconciler:              r,
+		MaxConcurrentReconciles: workers,
+		// Like the lien controllers': one tenant's broken markers cannot
+		// take the client's budget from another namespace.
+		NewQueue:    fairqueue.PacedBy(pacing, markerRequest.namespace),
+		RateLimiter: backoff.RateLimiter[markerRequest](),
+	})
+	if err != nil {
+		return err
+	}
+	return c.Watch(toMarkers)
 }
 
 func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int) error {
@@ -161,9 +199,12 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 		name = "clusterlien"
 	}
 	r.Recorder = mgr.GetEventRecorder("teardown-" + name)
+	if r.helmReleases {
+		name = "clusterlien-helmreleases"
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(forObj.unwrap(), builder.WithPredicates(lienChanged)).
+		For(forObj.unwrap(), builder.WithPredicates(lienChanged, r.servesEvent())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// Requests take turns by namespace: one tenant's churn cannot
@@ -179,7 +220,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 	if err := c.Watch(r.watches); err != nil {
 		return err
 	}
-	if !forObj.namespaced() {
+	if r.helmReleases {
 		if err := r.watchMadeLiens(); err != nil {
 			return err
 		}
@@ -199,23 +240,31 @@ func (r *Reconciler) kind() string {
 	return "ClusterLien"
 }
 
+// serves reports whether o is this controller's: a ClusterLien with
+// helmReleasesOf is the helmReleasesOf controller's, every other lien the
+// Lien or ClusterLien controller's.
+func (r *Reconciler) serves(o object) bool { return (o.helmReleasesOf() != nil) == r.helmReleases }
+
+// servesEvent passes the events of the liens this controller serves (an
+// update, by the lien as it is now: helmReleasesOf can be set or taken
+// off, and the lien then changes controller).
+func (r *Reconciler) servesEvent() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		o, ok := wrap(obj)
+		return ok && r.serves(o)
+	})
+}
+
 // Reconcile brings one lien's markers and status in step with the cluster:
-// it ensures the cleanup finalizer, then goes on in reconcileNormal or
-// reconcileDelete (reconcileHelmReleases or reconcileDeleteHelmReleases
-// for a ClusterLien with helmReleasesOf). The status is written once, at
-// the end (patchStatus), and a released lien's finalizer taken off after
-// it, so that the status says why it went. A refused write of markers becomes a condition
-// naming the missing right, not a retry loop; a conflict requeues
-// silently. A request that names no lien asks to repair an object's
-// markers (repair.go), or to take the stray markers of a lien that is
-// gone off (strays.go).
+// it ensures the cleanup finalizer, then goes on in the controller's own
+// pair: reconcileNormal or reconcileDelete for the Lien and ClusterLien
+// controllers, reconcileHelmReleases or reconcileDeleteHelmReleases for
+// the helmReleasesOf controller. A lien another controller serves is left
+// to it. The status is written once, at the end (patchStatus), and a
+// released lien's finalizer taken off after it, so that the status says
+// why it went. A refused write of markers becomes a condition naming the
+// missing right, not a retry loop; a conflict requeues silently.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
-	if ref, ok := parseRepairRequest(req); ok {
-		return reconcile.Result{}, r.repair(ctx, ref)
-	}
-	if key, ok := parseStrayRequest(req); ok {
-		return reconcile.Result{}, r.releaseStrays(ctx, key)
-	}
 	o := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -223,6 +272,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			return reconcile.Result{}, r.watches.Follow(req.NamespacedName, nil)
 		}
 		return reconcile.Result{}, err
+	}
+	if !r.serves(o) {
+		return reconcile.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap())))
 	before := o.status().DeepCopy()
@@ -240,11 +292,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, err
 	}
 	var err error
-	switch of, deleting := o.helmReleasesOf(), !o.GetDeletionTimestamp().IsZero(); {
-	case of != nil && deleting:
+	switch deleting := !o.GetDeletionTimestamp().IsZero(); {
+	case r.helmReleases && deleting:
 		res, released, err = r.reconcileDeleteHelmReleases(ctx, o)
-	case of != nil:
-		res, err = r.reconcileHelmReleases(ctx, o, of)
+	case r.helmReleases:
+		res, err = r.reconcileHelmReleases(ctx, o, o.helmReleasesOf())
 	case deleting:
 		res, released, err = r.reconcileDelete(ctx, o)
 	default:

@@ -193,21 +193,23 @@ func (r *Reconciler) watchedKinds() []schema.GroupVersionKind {
 
 // requestsFor is the map function of the watches: which requests an event
 // of changed, an object of kind gvk, makes. It changes nothing: the liens
-// of this reconciler's kind that name gvk; the liens, gone, whose entries
-// changed carries (strays.go); changed's repair when its markers are
-// broken (repair.go); and, for a CRD, the liens it concerns (crd.go).
+// of this reconciler's kind that name gvk, and, for a CRD, the liens it
+// concerns (crd.go); to the markers controller it hands changed's repair
+// when its markers are broken (repair.go), and the liens, gone, whose
+// entries changed carries (strays.go).
 func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
-	reqs := append(r.liensNaming(ctx, gvk, changed), r.strayLiens(ctx, changed)...)
+	r.toMarkers.add(r.strayLiens(ctx, changed)...)
 	if len(lien.Problems(changed)) > 0 {
-		reqs = append(reqs, repairRequest(objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}))
+		r.toMarkers.add(markerRequest{object: objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}})
 	}
+	reqs := r.liensNaming(ctx, gvk, changed)
 	if gvk == crdGVK {
 		reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
 	}
 	return reqs
 }
 
-// liensNaming is the liens of this reconciler's kind that name gvk where
+// liensNaming is the liens this controller serves that name gvk where
 // changed lives, from the cache by the kinds index: a Lien of changed's
 // namespace (a Lien reaches no other), a ClusterLien with an entry of gvk
 // in changed's namespace (or cluster-scoped, for a cluster-scoped object),
@@ -228,7 +230,7 @@ func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKin
 	}
 	var reqs []reconcile.Request
 	for _, o := range l {
-		if reaches(o, gvk, ns) {
+		if r.serves(o) && reaches(o, gvk, ns) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
 		}
 	}
@@ -246,7 +248,7 @@ func reaches(o object, gvk schema.GroupVersionKind, ns string) bool {
 	})
 }
 
-// requests is a request for each lien of this reconciler's kind that the
+// requests is a request for each lien this controller serves that the
 // cache lists with opts.
 func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	l, err := r.list(ctx, r.Client, opts...)
@@ -256,6 +258,9 @@ func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []
 	}
 	reqs := make([]reconcile.Request, 0, len(l))
 	for _, o := range l {
+		if !r.serves(o) {
+			continue
+		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
 	}
 	return reqs
