@@ -46,8 +46,10 @@ const NudgeAnnotation = "teardown.dev/nudge"
 // resync re-reads holders even without events, in case a watch missed one.
 const resync = time.Minute
 
-// Reconciler keeps the lien markers on protected objects in step with one
-// kind of lien (Lien or ClusterLien).
+// Reconciler is a lien controller: it keeps the lien markers on protected
+// objects in step with one kind of lien (Lien or ClusterLien), or, with
+// helmReleases, keeps a Lien for each object a helmReleasesOf ClusterLien
+// follows.
 type Reconciler struct {
 	markers // the clients, and the writes of markers
 
@@ -76,13 +78,17 @@ type Options struct {
 	// Cache is the metadata cache shared with the other controllers; nil
 	// makes one for these controllers alone.
 	Cache *metacache.Cache
-	// MaxConcurrentReconciles is the workers of each of the two
-	// controllers; 0 means DefaultWorkers.
+	// MaxConcurrentReconciles is the workers of each of the four
+	// controllers (Lien, ClusterLien, helmReleasesOf, markers); 0 means
+	// DefaultWorkers.
 	MaxConcurrentReconciles int
 }
 
 // DefaultWorkers is how many requests each lien controller works on at
-// once (teardown controller --lien-workers). The queue hands out one
+// once (teardown controller --lien-workers): each of the four, so that
+// helmReleasesOf ClusterLiens and the repair of markers, once done by the
+// Lien and ClusterLien controllers' workers, now have workers of their
+// own and take none from those. The queue hands out one
 // request per namespace at a time (fairqueue), so a tenant's churn holds
 // one worker at most and the others apply liens elsewhere, and a batch of
 // liens in one namespace is applied one after the other
@@ -104,7 +110,8 @@ const DefaultWorkers = 4
 // (docs/benchmarks.md, section 7).
 var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
 
-// Setup registers the Lien and ClusterLien controllers with mgr.
+// Setup registers the lien controllers with mgr: lien, clusterlien,
+// clusterlien-helmreleases and lien-markers (doc.go).
 func Setup(mgr ctrl.Manager, o Options) error {
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
@@ -154,7 +161,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		list:         listClusterLiens,
 		helmReleases: true,
 	}
-	for _, r := range append(liens, helmReleases) {
+	for _, r := range []*Reconciler{liens[0], liens[1], helmReleases} {
 		r.toMarkers = toMarkers
 		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
 			return err

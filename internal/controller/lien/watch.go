@@ -210,42 +210,23 @@ func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKin
 }
 
 // liensNaming is the liens this controller serves that name gvk where
-// changed lives, from the cache by the kinds index: a Lien of changed's
-// namespace (a Lien reaches no other), a ClusterLien with an entry of gvk
-// in changed's namespace (or cluster-scoped, for a cluster-scoped object),
-// or following gvk everywhere (helmReleasesOf). An event in one namespace
-// never reconciles another namespace's liens.
+// changed lives. A Lien or ClusterLien follows, on the source, each kind
+// its entries name in each namespace they reach (follow): the event goes
+// straight to the liens that follow its object's kind in its namespace
+// (or, for a cluster-scoped object, cluster-scoped), found by the source
+// in memory (metacache.Source.Followers), so an event in one namespace
+// never reconciles another namespace's liens. A helmReleasesOf ClusterLien
+// follows its kind everywhere: those naming gvk, from the cache by the
+// kinds index.
 func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
-	ns := changed.GetNamespace()
-	if r.newObject().namespaced() {
-		if ns == "" {
-			return nil
-		}
-		return r.requests(ctx, client.InNamespace(ns), client.MatchingFields{kindsField: gvkKey(gvk)})
-	}
-	l, err := r.list(ctx, r.Client, client.MatchingFields{kindsField: gvkKey(gvk)})
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing liens")
-		return nil
+	if r.helmReleases {
+		return r.requests(ctx, client.MatchingFields{kindsField: gvkKey(gvk)})
 	}
 	var reqs []reconcile.Request
-	for _, o := range l {
-		if r.serves(o) && reaches(o, gvk, ns) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
-		}
+	for _, key := range r.watches.Followers(gvk, client.ObjectKeyFromObject(changed)) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
 	return reqs
-}
-
-// reaches reports whether the ClusterLien o names objects of gvk in
-// namespace ns ("" for cluster-scoped ones), or follows gvk everywhere.
-func reaches(o object, gvk schema.GroupVersionKind, ns string) bool {
-	if of := o.helmReleasesOf(); of != nil {
-		return true
-	}
-	return slices.ContainsFunc(o.spec().refs(), func(x ref) bool {
-		return x.APIVersion == gvk.GroupVersion().String() && x.Kind == gvk.Kind && x.Namespace == ns
-	})
 }
 
 // requests is a request for each lien this controller serves that the
