@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -54,4 +55,32 @@ func TestIndexKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHandOver: the requests the lien controllers hand the markers
+// controller before it started are queued when it starts, and those after
+// at once, each once.
+func TestHandOver(t *testing.T) {
+	repair := markerRequest{object: objectRef{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "app", name: "web"}}
+	stray := markerRequest{lien: "app/keep"}
+	var h handOver
+	h.add(repair, stray)
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[markerRequest]())
+	defer queue.ShutDown()
+	if err := h.Start(t.Context(), queue); err != nil {
+		t.Fatal(err)
+	}
+	h.add(stray, markerRequest{lien: "gone"})
+	var got []markerRequest
+	for queue.Len() > 0 {
+		req, _ := queue.Get()
+		got = append(got, req)
+		queue.Done(req)
+	}
+	want := []markerRequest{repair, stray, {lien: "gone"}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(markerRequest{}, objectRef{})); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
+	}
+	var none *handOver
+	none.add(repair) // a reconciler built for a test of one reconcile: nothing, no panic
 }
