@@ -60,7 +60,7 @@ that fixes it.`,
 	cmd.Flags().StringSliceVar(&o.Disabled, "disable-controllers", nil, "controllers not to run")
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 50, "queries per second to kube-apiserver, as kube-controller-manager's flag of the same name")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 100, "burst of queries to kube-apiserver")
-	cmd.Flags().IntVar(&o.LienWorkers, "lien-workers", lien.DefaultWorkers, "requests each lien controller (Lien, ClusterLien) works on at once; one namespace's requests are worked on one at a time")
+	cmd.Flags().IntVar(&o.LienWorkers, "lien-workers", lien.DefaultWorkers, "requests each lien controller (Lien, ClusterLien, helmReleasesOf, markers) works on at once; one namespace's requests are worked on one at a time")
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" turns it off)`)
 	cmd.Flags().StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
 	cmd.Flags().StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, to see where memory and CPU go ("0" turns them off)`)

@@ -48,5 +48,5 @@
 // queue keeps its guarantees: an item queued twice is queued once, an item
 // being processed is not handed to a second worker, delays and rate limits
 // work as before. NewRateLimitingQueue builds the controller-runtime queue
-// around it (controller.Options.NewQueue).
+// around it (controller.Options.NewQueue; PacedBy for a typed request).
 package fairqueue

@@ -237,30 +237,31 @@ type Pacing struct {
 // Resyncs wait in a delaying queue of their own (resyncs), and are marked
 // Later only as they come due: the inner queue's delays could not tell,
 // when an item is pushed, whether its delay or an event pushed it.
-type rateLimitingQueue struct {
-	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	q       *Queue[reconcile.Request]
+type rateLimitingQueue[T comparable] struct {
+	workqueue.TypedRateLimitingInterface[T]
+	q       *Queue[T]
+	key     func(T) string // the namespace of an item
 	pacing  Pacing
 	resync  *rate.Limiter
-	resyncs workqueue.TypedDelayingInterface[reconcile.Request]
+	resyncs workqueue.TypedDelayingInterface[T]
 
 	now func() time.Time // time.Now; a test's clock
 
 	mu         sync.Mutex
 	namespaces map[string]*rate.Limiter
-	pruned     time.Time                      // when namespaces was last pruned
-	paced      map[reconcile.Request]struct{} // events' requests waiting for their namespace's token
+	pruned     time.Time      // when namespaces was last pruned
+	paced      map[T]struct{} // events' requests waiting for their namespace's token
 
 	// One request per namespace at a time: busy are the namespaces with a
 	// request handed out; held, the requests the inner queue handed out
 	// while their namespace was busy, put back in the queue when it is
 	// free (heldLater: those that were resyncs).
 	busy      map[string]bool
-	held      map[string][]reconcile.Request
-	heldLater map[reconcile.Request]struct{}
+	held      map[string][]T
+	heldLater map[T]struct{}
 }
 
-func (r *rateLimitingQueue) Add(item reconcile.Request) {
+func (r *rateLimitingQueue[T]) Add(item T) {
 	r.q.Soon(item)
 	r.mu.Lock()
 	_, waits := r.paced[item]
@@ -287,7 +288,7 @@ func (r *rateLimitingQueue) Add(item reconcile.Request) {
 // share the client's budget between them). A request the inner queue
 // hands out while its namespace is busy is held, and put back in the
 // queue, in its place among events or resyncs, when the namespace is free.
-func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
+func (r *rateLimitingQueue[T]) Get() (T, bool) {
 	for {
 		item, shutdown := r.TypedRateLimitingInterface.Get()
 		if shutdown {
@@ -296,7 +297,7 @@ func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 		later := r.q.WasLater(item)
 		r.mu.Lock()
 		delete(r.paced, item)
-		ns := ByNamespace(item)
+		ns := r.key(item)
 		if r.busy[ns] {
 			r.held[ns] = append(r.held[ns], item)
 			if later {
@@ -314,8 +315,8 @@ func (r *rateLimitingQueue) Get() (reconcile.Request, bool) {
 
 // Done sets item's namespace free and puts the requests held for it back
 // in the queue, ahead of item itself if it is queued again.
-func (r *rateLimitingQueue) Done(item reconcile.Request) {
-	ns := ByNamespace(item)
+func (r *rateLimitingQueue[T]) Done(item T) {
+	ns := r.key(item)
 	r.mu.Lock()
 	delete(r.busy, ns)
 	held := r.held[ns]
@@ -344,7 +345,7 @@ func (r *rateLimitingQueue) Done(item reconcile.Request) {
 
 // eventDelay is how long an event's request waits for its namespace's
 // token.
-func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
+func (r *rateLimitingQueue[T]) eventDelay(item T) time.Duration {
 	if r.pacing.NamespaceRate <= 0 {
 		return 0
 	}
@@ -352,10 +353,10 @@ func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.prune(now)
-	l, ok := r.namespaces[item.Namespace]
+	l, ok := r.namespaces[r.key(item)]
 	if !ok {
 		l = rate.NewLimiter(rate.Limit(r.pacing.NamespaceRate), max(1, r.pacing.NamespaceBurst))
-		r.namespaces[item.Namespace] = l
+		r.namespaces[r.key(item)] = l
 	}
 	return l.ReserveN(now, 1).DelayFrom(now)
 }
@@ -364,7 +365,7 @@ func (r *rateLimitingQueue) eventDelay(item reconcile.Request) time.Duration {
 // lien controllers' pacing), the namespaces whose bucket is full again: a
 // new one would be the same. So the buckets are those of the namespaces
 // busy lately, however many a tenant creates and deletes.
-func (r *rateLimitingQueue) prune(now time.Time) {
+func (r *rateLimitingQueue[T]) prune(now time.Time) {
 	refill := time.Duration(float64(max(1, r.pacing.NamespaceBurst)) / r.pacing.NamespaceRate * float64(time.Second))
 	if now.Sub(r.pruned) < refill {
 		return
@@ -377,7 +378,7 @@ func (r *rateLimitingQueue) prune(now time.Time) {
 	}
 }
 
-func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
+func (r *rateLimitingQueue[T]) AddAfter(item T, d time.Duration) {
 	if d < ResyncAfter {
 		r.q.Soon(item)
 		r.TypedRateLimitingInterface.AddAfter(item, d)
@@ -391,7 +392,7 @@ func (r *rateLimitingQueue) AddAfter(item reconcile.Request, d time.Duration) {
 
 // resyncsDue adds each resync to the queue as it comes due, until the
 // queue shuts down.
-func (r *rateLimitingQueue) resyncsDue() {
+func (r *rateLimitingQueue[T]) resyncsDue() {
 	for {
 		item, shutdown := r.resyncs.Get()
 		if shutdown {
@@ -404,17 +405,17 @@ func (r *rateLimitingQueue) resyncsDue() {
 
 // resyncDue adds item for its resync, among the resyncs unless an event
 // wants it too.
-func (r *rateLimitingQueue) resyncDue(item reconcile.Request) {
+func (r *rateLimitingQueue[T]) resyncDue(item T) {
 	r.q.Later(item)
 	r.TypedRateLimitingInterface.Add(item)
 }
 
-func (r *rateLimitingQueue) ShutDown() {
+func (r *rateLimitingQueue[T]) ShutDown() {
 	r.resyncs.ShutDown()
 	r.TypedRateLimitingInterface.ShutDown()
 }
 
-func (r *rateLimitingQueue) ShutDownWithDrain() {
+func (r *rateLimitingQueue[T]) ShutDownWithDrain() {
 	r.resyncs.ShutDown() // resyncs not due yet are not work in progress
 	r.TypedRateLimitingInterface.ShutDownWithDrain()
 }
@@ -430,17 +431,23 @@ func NewRateLimitingQueue(name string, rl workqueue.TypedRateLimiter[reconcile.R
 
 // Paced is NewRateLimitingQueue with p's pacing.
 func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		q := New(ByNamespace)
-		r := &rateLimitingQueue{
-			q: q, pacing: p, now: time.Now,
-			namespaces: map[string]*rate.Limiter{}, paced: map[reconcile.Request]struct{}{},
-			busy: map[string]bool{}, held: map[string][]reconcile.Request{}, heldLater: map[reconcile.Request]struct{}{},
-			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
+	return PacedBy(p, ByNamespace)
+}
+
+// PacedBy is Paced for a controller on a typed request (controller.NewTyped),
+// whose namespace is namespace(item).
+func PacedBy[T comparable](p Pacing, namespace func(T) string) func(string, workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+	return func(name string, rl workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+		q := New(namespace)
+		r := &rateLimitingQueue[T]{
+			q: q, key: namespace, pacing: p, now: time.Now,
+			namespaces: map[string]*rate.Limiter{}, paced: map[T]struct{}{},
+			busy: map[string]bool{}, held: map[string][]T{}, heldLater: map[T]struct{}{},
+			TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{
 				Name: name,
-				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
+				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{
 					Name: name,
-					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{
+					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{
 						Name:  name,
 						Queue: q,
 					}),
@@ -450,7 +457,7 @@ func Paced(p Pacing) func(string, workqueue.TypedRateLimiter[reconcile.Request])
 		if p.ResyncRate > 0 {
 			r.resync = rate.NewLimiter(rate.Limit(p.ResyncRate), 1)
 		}
-		r.resyncs = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{})
+		r.resyncs = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{})
 		go r.resyncsDue()
 		return r
 	}

@@ -120,7 +120,7 @@ func TestResyncsWaitBehindEvents(t *testing.T) {
 func TestRequeueAfterIsAResync(t *testing.T) {
 	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	rl := q.(*rateLimitingQueue)
+	rl := q.(*rateLimitingQueue[reconcile.Request])
 	rl.resyncDue(req("a", "resync")) // as AddAfter(item, ResyncAfter) does, without the wait
 	q.Add(req("b", "event"))
 	first, _ := q.Get()
@@ -210,7 +210,7 @@ func TestOneRequestPerNamespaceAtATime(t *testing.T) {
 // (a new one would be the same): a tenant creating namespace after
 // namespace does not grow them; a namespace still paced keeps its own.
 func TestIdleNamespacesArePruned(t *testing.T) {
-	q := Paced(Pacing{NamespaceRate: 1, NamespaceBurst: 2})("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+	q := Paced(Pacing{NamespaceRate: 1, NamespaceBurst: 2})("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue[reconcile.Request])
 	defer q.ShutDown()
 	now := time.Unix(1000, 0)
 	q.now = func() time.Time { return now }
@@ -242,7 +242,7 @@ func TestIdleNamespacesArePruned(t *testing.T) {
 func TestHeldRequestsKeepTheirClass(t *testing.T) {
 	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	rl := q.(*rateLimitingQueue)
+	rl := q.(*rateLimitingQueue[reconcile.Request])
 	q.Add(req("a", "1"))
 	first, _ := q.Get()
 	rl.resyncDue(req("a", "resync")) // as AddAfter(item, ResyncAfter) does, without the wait
@@ -287,7 +287,7 @@ func TestHeldRequestsKeepTheirClass(t *testing.T) {
 // RequeueAfter) and calls Done. The test says what arrives at each step:
 // events (Add), resyncs coming due, probes.
 type simulation struct {
-	q        *rateLimitingQueue
+	q        *rateLimitingQueue[reconcile.Request]
 	workers  []simWorker
 	steps    int // steps each request is worked on
 	handed   int // requests handed out so far
@@ -374,7 +374,7 @@ func TestNoisyNeighbourWithSeveralWorkers(t *testing.T) {
 }
 
 func noisyNeighbour(t *testing.T, workSteps int) {
-	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue[reconcile.Request])
 	defer q.ShutDown()
 	s := &simulation{q: q, workers: make([]simWorker, 4), steps: workSteps}
 	wanted := map[reconcile.Request]int{} // quiet requests an event wants: s.handed at the event
@@ -451,7 +451,7 @@ func noisyNeighbour(t *testing.T, workSteps int) {
 // handed out: they do not count in the resyncs' turns, which stay one in
 // laterEvery of the requests handed out while events wait.
 func TestHeldRequestsDoNotHurryResyncs(t *testing.T) {
-	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+	q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue[reconcile.Request])
 	defer q.ShutDown()
 	q.Add(req("busy", "0"))
 	busy, _ := q.Get()
@@ -483,7 +483,7 @@ func TestHeldRequestsDoNotHurryResyncs(t *testing.T) {
 // before a resync queued earlier.
 func TestEventsAreNotMadeResyncs(t *testing.T) {
 	t.Run("worked on", func(t *testing.T) {
-		q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+		q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue[reconcile.Request])
 		defer q.ShutDown()
 		q.Add(req("a", "1"))
 		worked, _ := q.Get()
@@ -497,7 +497,7 @@ func TestEventsAreNotMadeResyncs(t *testing.T) {
 		}
 	})
 	t.Run("held", func(t *testing.T) {
-		q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue)
+		q := NewRateLimitingQueue("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()).(*rateLimitingQueue[reconcile.Request])
 		defer q.ShutDown()
 		q.Add(req("a", "1"))
 		worked, _ := q.Get()

@@ -54,7 +54,7 @@ func (r *Reconciler) setConditions(o object, held bool, holders []v1alpha1.Objec
 			holding = append(holding, fmt.Sprintf("%s %s", h.Kind, qualified(h.Namespace, h.Name)))
 		}
 	}
-	_, heldBy, _, _ := o.spec()
+	heldBy := o.spec().heldBy
 	switch {
 	case f.cycle != "":
 		heldCond.Status, heldCond.Reason, heldCond.Message = metav1.ConditionFalse, v1alpha1.ReasonCycleReleased, f.cycle

@@ -186,7 +186,7 @@ func (r *Reconciler) madeLiens(ctx context.Context, name string) (map[types.Name
 // the Liens made for objects that are gone.
 func (r *Reconciler) followHelmReleases(ctx context.Context, o object, objs []metav1.PartialObjectMetadata, made map[types.NamespacedName]*v1alpha1.Lien, f *helmFindings) error {
 	log := ctrl.LoggerFrom(ctx)
-	_, _, _, reason := o.spec()
+	reason := o.spec().reason
 	wanted := map[types.NamespacedName]bool{}
 	for i := range objs {
 		obj := &objs[i]

@@ -2,6 +2,7 @@ package lien
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,12 +33,23 @@ func (r ref) String() string {
 	return fmt.Sprintf("%s %s %s", r.APIVersion, r.Kind, what)
 }
 
+// spec is a Lien's or ClusterLien's spec, normalised so one reconciler
+// serves both.
+type spec struct {
+	protect, heldBy []ref
+	mode            v1alpha1.LienMode // Deny when the spec leaves it out
+	reason          string
+}
+
+// refs is protect and heldBy, in a slice of their own.
+func (s spec) refs() []ref { return slices.Concat(s.protect, s.heldBy) }
+
 // object is what the reconciler needs of a Lien or a ClusterLien.
 type object interface {
 	client.Object
 	// namespaced reports whether this is a (namespaced) Lien.
 	namespaced() bool
-	spec() (protect, heldBy []ref, mode v1alpha1.LienMode, reason string)
+	spec() spec
 	status() *v1alpha1.LienStatus
 	// helmReleasesOf is a ClusterLien's spec.helmReleasesOf; nil otherwise.
 	helmReleasesOf() *v1alpha1.HelmReleasesOf
@@ -68,7 +80,7 @@ func (l lienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf { return nil }
 func (l lienObj) unwrap() client.Object                    { return l.Lien }
 func (l lienObj) meta() *metav1.ObjectMeta                 { return &l.ObjectMeta }
 func (l lienObj) deepCopy() object                         { return lienObj{l.DeepCopy()} }
-func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
+func (l lienObj) spec() spec {
 	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
 		var out []ref
 		for i, t := range ts {
@@ -76,7 +88,7 @@ func (l lienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 		}
 		return out
 	}
-	return conv("spec.protect", l.Spec.Protect), conv("spec.heldBy", l.Spec.HeldBy), modeOrDefault(l.Spec.Mode), l.Spec.Reason
+	return spec{protect: conv("spec.protect", l.Spec.Protect), heldBy: conv("spec.heldBy", l.Spec.HeldBy), mode: modeOrDefault(l.Spec.Mode), reason: l.Spec.Reason}
 }
 
 type clusterLienObj struct{ *v1alpha1.ClusterLien }
@@ -89,7 +101,7 @@ func (l clusterLienObj) deepCopy() object             { return clusterLienObj{l.
 func (l clusterLienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf {
 	return l.Spec.HelmReleasesOf
 }
-func (l clusterLienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
+func (l clusterLienObj) spec() spec {
 	conv := func(field string, ts []v1alpha1.ClusterLienTarget) []ref {
 		var out []ref
 		for i, t := range ts {
@@ -97,7 +109,7 @@ func (l clusterLienObj) spec() ([]ref, []ref, v1alpha1.LienMode, string) {
 		}
 		return out
 	}
-	return conv("spec.protect", l.Spec.Protect), conv("spec.heldBy", l.Spec.HeldBy), modeOrDefault(l.Spec.Mode), l.Spec.Reason
+	return spec{protect: conv("spec.protect", l.Spec.Protect), heldBy: conv("spec.heldBy", l.Spec.HeldBy), mode: modeOrDefault(l.Spec.Mode), reason: l.Spec.Reason}
 }
 
 func modeOrDefault(m v1alpha1.LienMode) v1alpha1.LienMode {
@@ -109,9 +121,9 @@ func modeOrDefault(m v1alpha1.LienMode) v1alpha1.LienMode {
 
 // entryFor is the entry this lien puts on the objects it protects.
 func entryFor(o object) lien.Entry {
-	_, _, mode, reason := o.spec()
-	e := lien.Entry{Lien: lien.Key(o.GetNamespace(), o.GetName()), Reason: reason}
-	if mode == v1alpha1.LienModeDefer {
+	sp := o.spec()
+	e := lien.Entry{Lien: lien.Key(o.GetNamespace(), o.GetName()), Reason: sp.reason}
+	if sp.mode == v1alpha1.LienModeDefer {
 		e.Mode = lien.ModeDefer
 	}
 	return e

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/controller/backoff"
@@ -46,16 +46,19 @@ const NudgeAnnotation = v1alpha1.NudgeAnnotation
 // resync re-reads holders even without events, in case a watch missed one.
 const resync = time.Minute
 
-// Reconciler keeps the lien markers on protected objects in step with one
-// kind of lien (Lien or ClusterLien).
+// Reconciler is a lien controller: it keeps the lien markers on protected
+// objects in step with one kind of lien (Lien or ClusterLien), or, with
+// helmReleases, keeps a Lien for each object a helmReleasesOf ClusterLien
+// follows.
 type Reconciler struct {
-	Client    client.Client // cached reads of liens (by the indexes of watch.go), writes of everything
-	APIReader client.Reader // live reads: every protect and release decision
-	Mapper    meta.RESTMapper
-	Recorder  recorder.EventRecorder
+	markers // the clients, and the writes of markers
 
 	newObject func() object
-	list      func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error)
+	// helmReleases makes this the helmReleasesOf controller: it serves the
+	// ClusterLiens with helmReleasesOf (helmreleases.go), and the
+	// ClusterLien controller every other one.
+	helmReleases bool
+	list         func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error)
 
 	cache cache.Cache
 	// watches are the objects liens name, on the shared metadata cache:
@@ -63,8 +66,11 @@ type Reconciler struct {
 	// liens gone, broken markers); per lien, what its entries select.
 	watches    *metacache.Source
 	controller controller.Controller
-	mu         sync.Mutex
-	watched    map[schema.GroupVersionKind]bool
+	// toMarkers hands the markers controller the requests of events:
+	// objects seen with broken markers, entries of liens gone.
+	toMarkers *handOver
+	mu        sync.Mutex
+	watched   map[schema.GroupVersionKind]bool
 }
 
 // Options configure the controllers.
@@ -72,13 +78,17 @@ type Options struct {
 	// Cache is the metadata cache shared with the other controllers; nil
 	// makes one for these controllers alone.
 	Cache *metacache.Cache
-	// MaxConcurrentReconciles is the workers of each of the two
-	// controllers; 0 means DefaultWorkers.
+	// MaxConcurrentReconciles is the workers of each of the four
+	// controllers (Lien, ClusterLien, helmReleasesOf, markers); 0 means
+	// DefaultWorkers.
 	MaxConcurrentReconciles int
 }
 
 // DefaultWorkers is how many requests each lien controller works on at
-// once (teardown controller --lien-workers). The queue hands out one
+// once (teardown controller --lien-workers): each of the four, so that
+// helmReleasesOf ClusterLiens and the repair of markers, once done by the
+// Lien and ClusterLien controllers' workers, now have workers of their
+// own and take none from those. The queue hands out one
 // request per namespace at a time (fairqueue), so a tenant's churn holds
 // one worker at most and the others apply liens elsewhere, and a batch of
 // liens in one namespace is applied one after the other
@@ -100,7 +110,8 @@ const DefaultWorkers = 4
 // (docs/benchmarks.md, section 7).
 var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
 
-// Setup registers the Lien and ClusterLien controllers with mgr.
+// Setup registers the lien controllers with mgr: lien, clusterlien,
+// clusterlien-helmreleases and lien-markers (doc.go).
 func Setup(mgr ctrl.Manager, o Options) error {
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
@@ -113,7 +124,19 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultWorkers
 	}
-	for _, r := range []*Reconciler{
+	toMarkers := &handOver{}
+	listClusterLiens := func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
+		var l v1alpha1.ClusterLienList
+		if err := c.List(ctx, &l, opts...); err != nil {
+			return nil, err
+		}
+		var out []object
+		for i := range l.Items {
+			out = append(out, clusterLienObj{&l.Items[i]})
+		}
+		return out, nil
+	}
+	liens := []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
 			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
@@ -130,24 +153,42 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		},
 		{
 			newObject: func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
-			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
-				var l v1alpha1.ClusterLienList
-				if err := c.List(ctx, &l, opts...); err != nil {
-					return nil, err
-				}
-				var out []object
-				for i := range l.Items {
-					out = append(out, clusterLienObj{&l.Items[i]})
-				}
-				return out, nil
-			},
+			list:      listClusterLiens,
 		},
-	} {
+	}
+	helmReleases := &Reconciler{
+		newObject:    func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
+		list:         listClusterLiens,
+		helmReleases: true,
+	}
+	for _, r := range []*Reconciler{liens[0], liens[1], helmReleases} {
+		r.toMarkers = toMarkers
 		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
 			return err
 		}
 	}
-	return nil
+	return setupMarkers(mgr, toMarkers, liens, o.MaxConcurrentReconciles)
+}
+
+// setupMarkers registers the markers controller, on the requests the lien
+// controllers hand it.
+func setupMarkers(mgr ctrl.Manager, toMarkers *handOver, liens []*Reconciler, workers int) error {
+	r := &markersReconciler{
+		markers: markers{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Recorder: mgr.GetEventRecorder("teardown-lien-markers")},
+		liens:   liens,
+	}
+	c, err := controller.NewTyped[markerRequest]("lien-markers", mgr, controller.TypedOptions[markerRequest]{
+		Reconciler:              r,
+		MaxConcurrentReconciles: workers,
+		// Like the lien controllers': one tenant's broken markers cannot
+		// take the client's budget from another namespace.
+		NewQueue:    fairqueue.PacedBy(pacing, markerRequest.namespace),
+		RateLimiter: backoff.RateLimiter[markerRequest](),
+	})
+	if err != nil {
+		return err
+	}
+	return c.Watch(toMarkers)
 }
 
 func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int) error {
@@ -165,9 +206,12 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 		name = "clusterlien"
 	}
 	r.Recorder = mgr.GetEventRecorder("teardown-" + name)
+	if r.helmReleases {
+		name = "clusterlien-helmreleases"
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(forObj.unwrap(), builder.WithPredicates(lienChanged)).
+		For(forObj.unwrap(), builder.WithPredicates(lienChanged, r.servesEvent())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// Requests take turns by namespace: one tenant's churn cannot
@@ -183,7 +227,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 	if err := c.Watch(r.watches); err != nil {
 		return err
 	}
-	if !forObj.namespaced() {
+	if r.helmReleases {
 		if err := r.watchMadeLiens(); err != nil {
 			return err
 		}
@@ -203,23 +247,31 @@ func (r *Reconciler) kind() string {
 	return "ClusterLien"
 }
 
+// serves reports whether o is this controller's: a ClusterLien with
+// helmReleasesOf is the helmReleasesOf controller's, every other lien the
+// Lien or ClusterLien controller's.
+func (r *Reconciler) serves(o object) bool { return (o.helmReleasesOf() != nil) == r.helmReleases }
+
+// servesEvent passes the events of the liens this controller serves (an
+// update, by the lien as it is now: helmReleasesOf can be set or taken
+// off, and the lien then changes controller).
+func (r *Reconciler) servesEvent() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		o, ok := wrap(obj)
+		return ok && r.serves(o)
+	})
+}
+
 // Reconcile brings one lien's markers and status in step with the cluster:
-// it ensures the cleanup finalizer, then goes on in reconcileNormal or
-// reconcileDelete (reconcileHelmReleases or reconcileDeleteHelmReleases
-// for a ClusterLien with helmReleasesOf). The status is written once, at
-// the end (patchStatus), and a released lien's finalizer taken off after
-// it, so that the status says why it went. A refused write of markers becomes a condition
-// naming the missing right, not a retry loop; a conflict requeues
-// silently. A request that names no lien asks to repair an object's
-// markers (repair.go), or to take the stray markers of a lien that is
-// gone off (strays.go).
+// it ensures the cleanup finalizer, then goes on in the controller's own
+// pair: reconcileNormal or reconcileDelete for the Lien and ClusterLien
+// controllers, reconcileHelmReleases or reconcileDeleteHelmReleases for
+// the helmReleasesOf controller. A lien another controller serves is left
+// to it. The status is written once, at the end (patchStatus), and a
+// released lien's finalizer taken off after it, so that the status says
+// why it went. A refused write of markers becomes a condition naming the
+// missing right, not a retry loop; a conflict requeues silently.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, reterr error) {
-	if ref, ok := parseRepairRequest(req); ok {
-		return reconcile.Result{}, r.repair(ctx, ref)
-	}
-	if key, ok := parseStrayRequest(req); ok {
-		return reconcile.Result{}, r.releaseStrays(ctx, key)
-	}
 	o := r.newObject()
 	if err := r.Client.Get(ctx, req.NamespacedName, o.unwrap()); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -227,6 +279,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 			return reconcile.Result{}, r.watches.Follow(req.NamespacedName, nil)
 		}
 		return reconcile.Result{}, err
+	}
+	if !r.serves(o) {
+		return reconcile.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("lien", klog.KObj(o.unwrap())))
 	before := o.status().DeepCopy()
@@ -244,11 +299,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 		return reconcile.Result{}, err
 	}
 	var err error
-	switch of, deleting := o.helmReleasesOf(), !o.GetDeletionTimestamp().IsZero(); {
-	case of != nil && deleting:
+	switch deleting := !o.GetDeletionTimestamp().IsZero(); {
+	case r.helmReleases && deleting:
 		res, released, err = r.reconcileDeleteHelmReleases(ctx, o)
-	case of != nil:
-		res, err = r.reconcileHelmReleases(ctx, o, of)
+	case r.helmReleases:
+		res, err = r.reconcileHelmReleases(ctx, o, o.helmReleasesOf())
 	case deleting:
 		res, released, err = r.reconcileDelete(ctx, o)
 	default:
@@ -267,8 +322,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 // (optimistic lock: a status read before someone else's write is not
 // written over it), and only if it changed; then, for a released lien,
 // takes its cleanup finalizer off, once the status is stored. A conflict
-// requeues silently; o gone is no error; a failed write is returned, with
-// the reconcile's own error.
+// requeues silently (after a failed reconcile, its error alone retries: a
+// result returned with an error is ignored); o gone is no error; a failed
+// write is returned, with the reconcile's own error.
 func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, released bool, res reconcile.Result, err error) (reconcile.Result, error) {
 	if !equality.Semantic.DeepEqual(before, o.status()) {
 		base := o.deepCopy()
@@ -277,8 +333,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1
 		switch {
 		case apierrors.IsNotFound(perr):
 			return reconcile.Result{}, err
+		case apierrors.IsConflict(perr) && err != nil:
+			return reconcile.Result{}, err // the result is ignored with an error: the error's back-off retries
 		case apierrors.IsConflict(perr):
-			return reconcile.Result{RequeueAfter: time.Second}, err
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		case perr != nil:
 			return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
 		}
@@ -346,8 +404,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (_ reconcile
 	if err != nil {
 		return reconcile.Result{}, false, err
 	}
-	_, heldBy, _, _ := o.spec()
-	held = held && len(heldBy) > 0 && terminating
+	held = held && len(o.spec().heldBy) > 0 && terminating
 	if held, err = r.offCycle(ctx, o, holders, held, &f); err != nil {
 		return reconcile.Result{}, false, err
 	}
@@ -365,7 +422,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, o object) (_ reconcile
 // objects, through other liens or not (see cycles.go); it reports whether
 // the lien still holds.
 func (r *Reconciler) offCycle(ctx context.Context, o object, holders []v1alpha1.ObjectStatus, held bool, f *findings) (bool, error) {
-	if _, heldBy, _, _ := o.spec(); !held || len(heldBy) == 0 {
+	if !held || len(o.spec().heldBy) == 0 {
 		return held, nil
 	}
 	var err error
@@ -379,11 +436,11 @@ func (r *Reconciler) offCycle(ctx context.Context, o object, holders []v1alpha1.
 // a Deny lien, on the CRDs of those objects), takes it off what it no
 // longer protects, and records it all in o's status and conditions.
 func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.ObjectStatus, held bool, f *findings) error {
-	protect, _, mode, _ := o.spec()
+	sp := o.spec()
 	var desired []metav1.PartialObjectMetadata
 	if held {
 		var err error
-		if desired, err = r.resolveTargets(ctx, o, protect, f); err != nil {
+		if desired, err = r.resolveTargets(ctx, o, sp.protect, f); err != nil {
 			return err
 		}
 		if err := r.recordMarked(ctx, o, desired); err != nil {
@@ -392,7 +449,7 @@ func (r *Reconciler) protect(ctx context.Context, o object, holders []v1alpha1.O
 	}
 	protected, released, err := r.apply(ctx, o, held, desired, f)
 	if err == nil {
-		err = r.protectCRDs(ctx, o, held && mode == v1alpha1.LienModeDeny, protected, f)
+		err = r.protectCRDs(ctx, o, held && sp.mode == v1alpha1.LienModeDeny, protected, f)
 	}
 	st := o.status()
 	if !held {
@@ -591,7 +648,7 @@ func (r *Reconciler) served(ctx context.Context, res resolved) (bool, error) {
 // lien saw exist went with its kind (the CRD's deletion deleted it); one it
 // never saw counts as holding.
 func (r *Reconciler) resolveHolders(ctx context.Context, o object, f *findings) (statuses []v1alpha1.ObjectStatus, held bool, err error) {
-	_, heldBy, _, _ := o.spec()
+	heldBy := o.spec().heldBy
 	if len(heldBy) == 0 {
 		held = true // held until the lien is deleted
 	}
@@ -844,9 +901,8 @@ func (r *Reconciler) recordMarked(ctx context.Context, o object, desired []metav
 // changed since no longer names. Broken markers found on the way are
 // repaired first.
 func (r *Reconciler) carrying(ctx context.Context, o object, key string) ([]metav1.PartialObjectMetadata, error) {
-	protect, _, _, _ := o.spec()
 	var kinds []resolved
-	for _, x := range protect {
+	for _, x := range o.spec().protect {
 		if res, msg, _ := r.resolve(o, x); msg == "" {
 			kinds = append(kinds, res)
 		}

@@ -3,300 +3,19 @@ package lien
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/pkg/lien"
-	"github.com/teardown-dev/teardown/pkg/refused"
 )
-
-// Bad data never stops the controller. An object's markers can be
-// malformed (an annotation that is no JSON list of entries, a label without
-// entries or with a value the entries do not give, a finalizer out of step)
-// or foreign (entries naming liens that do not exist, or that do not
-// protect the object): written before the policies refused such writes, by
-// break-glass, or by anyone who may write the object's annotations, since
-// an annotation without the label protects nothing and admission lets it
-// through. Such markers are repaired, not skipped: they are rewritten from
-// the liens that protect the object — those whose status lists it, and
-// those that hold and whose spec names it (their status may lag; a Defer
-// entry, and its finalizer, must not be lost to a repair) — each entry as
-// the lien itself writes it. An entry the object carried counts only if a
-// live read of its lien says the lien protects the object: a repair never
-// adds protection that no lien grants, so a forged entry naming someone
-// else's Deny lien is dropped, never laundered into a label. The repair is
-// reported with an
-// Event on the object and on every lien it carries, and
-// teardown_lien_repaired_markers_total. The lien at hand then goes on with
-// its other objects.
-
-// editMarkers changes obj's lien entries with edit and patches them, with
-// optimistic locking on the resourceVersion read. Broken markers are first
-// repaired. A conflict is retried with a fresh live read; the object gone
-// meanwhile is no error. by is the lien at hand, for events (nil for none).
-func (r *Reconciler) editMarkers(ctx context.Context, by object, obj *metav1.PartialObjectMetadata, edit func([]lien.Entry) ([]lien.Entry, error)) error {
-	gvk := obj.GroupVersionKind()
-	var lastErr error
-	for attempt := range 3 {
-		if attempt > 0 {
-			fresh := &metav1.PartialObjectMetadata{}
-			fresh.SetGroupVersionKind(gvk)
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
-				return fmt.Errorf("reading %s %s: %w", gvk.Kind, qualified(obj.Namespace, obj.Name), err)
-			}
-			fresh.SetGroupVersionKind(gvk)
-			*obj = *fresh
-		}
-		orig := obj.DeepCopy()
-		entries, problems, carriers, err := r.currentEntries(ctx, obj)
-		if err != nil {
-			return err
-		}
-		next, err := edit(entries)
-		if err != nil {
-			return err
-		}
-		changed, err := lien.Rewrite(obj, next)
-		if err != nil {
-			return err
-		}
-		if !changed {
-			return nil
-		}
-		err = r.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case err == nil:
-			if len(problems) > 0 {
-				r.reportRepair(ctx, by, obj, problems, next, carriers)
-			}
-			return nil
-		case apierrors.IsNotFound(err):
-			return nil
-		case apierrors.IsForbidden(err):
-			return refused.WrapKind(err, r.Mapper, "patch", gvk, obj.Namespace, obj.Name)
-		case apierrors.IsConflict(err):
-			lastErr = err
-			continue
-		}
-		return fmt.Errorf("patching the lien markers of %s %s: %w", gvk.Kind, qualified(obj.Namespace, obj.Name), err)
-	}
-	return lastErr
-}
-
-// currentEntries is obj's entries, as they are when its markers are sound,
-// or else as rewritten from the liens that exist; problems says what was
-// wrong (nothing for sound markers).
-func (r *Reconciler) currentEntries(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, problems []string, carriers []object, err error) {
-	problems = lien.Problems(obj)
-	if len(problems) == 0 {
-		entries, err = lien.Entries(obj)
-		return entries, nil, nil, err
-	}
-	entries, dropped, carriers, err := r.entriesFromLiens(ctx, obj)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	problems = append(problems, dropped...)
-	return entries, problems, carriers, nil
-}
-
-// entriesFromLiens rebuilds obj's entries from the liens that protect it
-// (liensProtecting, from the cache), and from those named by the entries
-// that could still be read if a live read says they protect it. A lien
-// counts as gone only when a live read says so. dropped says which entries
-// were dropped, and why.
-func (r *Reconciler) entriesFromLiens(ctx context.Context, obj *metav1.PartialObjectMetadata) (entries []lien.Entry, dropped []string, carriers []object, err error) {
-	keys := map[string]bool{}
-	for _, e := range lien.Salvage(obj) {
-		keys[e.Lien] = true
-	}
-	listed, err := r.liensProtecting(ctx, obj)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for _, k := range listed {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	slices.Sort(sorted)
-	for _, key := range sorted {
-		l, err := r.readLien(ctx, key)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if l == nil {
-			dropped = append(dropped, fmt.Sprintf("an entry of %s, which does not exist", lienName(key)))
-			continue
-		}
-		if !slices.Contains(listed, key) && !protects(l, obj) {
-			dropped = append(dropped, fmt.Sprintf("an entry of %s, which does not protect it", lienName(key)))
-			continue
-		}
-		entries = append(entries, entryFor(l))
-		carriers = append(carriers, l)
-	}
-	return entries, dropped, carriers, nil
-}
-
-// liensProtecting is the liens (of both kinds, from the cache, by the
-// protected-UID and kinds indexes) that protect obj: those whose status
-// lists it, by UID, as protected, and those that hold and whose spec names
-// it (their status may not say so yet).
-func (r *Reconciler) liensProtecting(ctx context.Context, obj *metav1.PartialObjectMetadata) ([]string, error) {
-	listed, err := allLiens(ctx, r.Client, client.MatchingFields{protectedField: string(obj.UID)})
-	if err != nil {
-		return nil, err
-	}
-	naming, err := allLiens(ctx, r.Client, client.MatchingFields{kindsField: gvkKey(obj.GroupVersionKind())})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, l := range append(listed, naming...) {
-		if protects(l, obj) {
-			out = append(out, lien.Key(l.GetNamespace(), l.GetName()))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
-// protects reports whether l protects obj: its status lists obj, by UID,
-// as protected, or it holds and its spec names obj (its status may not say
-// so yet).
-func protects(l object, obj *metav1.PartialObjectMetadata) bool {
-	listed := slices.ContainsFunc(l.status().Protected, func(s v1alpha1.ObjectStatus) bool {
-		return s.State == v1alpha1.StateProtected && s.UID == string(obj.UID) && s.Name == obj.Name && s.Namespace == obj.Namespace
-	})
-	return listed || holds(l) && names(l, obj)
-}
-
-// holds reports whether l holds, or has not said yet: managed by the
-// controller (its cleanup finalizer, so that its deletion takes the entry
-// off again), not being deleted, and Held not False.
-func holds(l object) bool {
-	c := apimeta.FindStatusCondition(l.status().Conditions, v1alpha1.ConditionHeld)
-	return controllerutil.ContainsFinalizer(l, CleanupFinalizer) && l.GetDeletionTimestamp().IsZero() && (c == nil || c.Status != metav1.ConditionFalse)
-}
-
-// names reports whether l's spec.protect names obj, by name or selector.
-func names(l object, obj *metav1.PartialObjectMetadata) bool {
-	protect, _, _, _ := l.spec()
-	for _, x := range protect {
-		ns := x.Namespace
-		if l.namespaced() {
-			ns = l.GetNamespace()
-		}
-		if x.APIVersion != obj.APIVersion || x.Kind != obj.Kind || ns != obj.Namespace {
-			continue
-		}
-		if x.Name != "" {
-			if x.Name == obj.Name {
-				return true
-			}
-			continue
-		}
-		if sel, err := metav1.LabelSelectorAsSelector(x.Selector); err == nil && sel.Matches(labels.Set(obj.Labels)) {
-			return true
-		}
-	}
-	return false
-}
-
-// allLiens lists the Liens and ClusterLiens opts select (every one
-// without opts).
-func allLiens(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
-	var ls v1alpha1.LienList
-	if err := c.List(ctx, &ls, opts...); err != nil {
-		return nil, fmt.Errorf("listing liens: %w", err)
-	}
-	var cls v1alpha1.ClusterLienList
-	if err := c.List(ctx, &cls, opts...); err != nil {
-		return nil, fmt.Errorf("listing cluster liens: %w", err)
-	}
-	var out []object
-	for i := range ls.Items {
-		out = append(out, lienObj{&ls.Items[i]})
-	}
-	for i := range cls.Items {
-		out = append(out, clusterLienObj{&cls.Items[i]})
-	}
-	return out, nil
-}
-
-// readLien reads, live, the lien an entry names ("ns/name" a Lien, "name"
-// a ClusterLien); nil if it does not exist.
-func (r *Reconciler) readLien(ctx context.Context, key string) (object, error) {
-	ns, name, namespaced := strings.Cut(key, "/")
-	var o object = clusterLienObj{&v1alpha1.ClusterLien{}}
-	nn := types.NamespacedName{Name: key}
-	if namespaced {
-		o, nn = lienObj{&v1alpha1.Lien{}}, types.NamespacedName{Namespace: ns, Name: name}
-	}
-	if err := r.APIReader.Get(ctx, nn, o.unwrap()); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s: %w", lienName(key), err)
-	}
-	return o, nil
-}
-
-// lienName is how messages name the lien of an entry.
-func lienName(key string) string {
-	if strings.Contains(key, "/") {
-		return "Lien " + key
-	}
-	return "ClusterLien " + key
-}
-
-// reportRepair records a repair: an Event on the object and on each lien
-// it carries now (and the lien at hand), and the metric.
-func (r *Reconciler) reportRepair(ctx context.Context, by object, obj *metav1.PartialObjectMetadata, problems []string, now []lien.Entry, carriers []object) {
-	repairedMarkers.Inc()
-	what := fmt.Sprintf("%s %s", obj.Kind, qualified(obj.Namespace, obj.Name))
-	var names []string
-	for _, e := range now {
-		names = append(names, e.Lien)
-	}
-	carried := "no lien"
-	if len(names) > 0 {
-		carried = strings.Join(names, ", ")
-	}
-	note := fmt.Sprintf("repaired the lien markers of %s (%s); they now name %s", what, strings.Join(problems, "; "), carried)
-	ctrl.LoggerFrom(ctx).Info("repaired lien markers", "kind", obj.Kind, "object", qualified(obj.Namespace, obj.Name), "problems", problems, "liens", names)
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonRepairedMarkers, "Repair", "%s", note)
-	told := map[string]bool{}
-	if by != nil {
-		told[lien.Key(by.GetNamespace(), by.GetName())] = true
-		r.Recorder.Eventf(by.unwrap(), nil, corev1.EventTypeWarning, v1alpha1.ReasonRepairedMarkers, "Repair", "%s", note)
-	}
-	for _, l := range carriers {
-		if k := lien.Key(l.GetNamespace(), l.GetName()); !told[k] && slices.Contains(names, k) {
-			told[k] = true
-			r.Recorder.Eventf(l.unwrap(), nil, corev1.EventTypeWarning, v1alpha1.ReasonRepairedMarkers, "Repair", "%s", note)
-		}
-	}
-}
 
 // objectRef names one object of a watched kind.
 type objectRef struct {
@@ -304,40 +23,94 @@ type objectRef struct {
 	namespace, name string
 }
 
-// repairPrefix begins the name of a repair request, which no lien's name
-// can: a lien's name is a DNS subdomain, without ':' or '/'.
-const repairPrefix = "repair:"
-
-// repairRequest asks the reconcile to repair ref's markers: a watched
-// object seen with broken markers, by the map function, which changes
-// nothing itself. The request's namespace is the object's, its name
-// repairPrefix, the apiVersion, the kind and the name, joined by '/'.
-func repairRequest(ref objectRef) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ref.namespace, Name: repairPrefix + ref.gvk.GroupVersion().String() + "/" + ref.gvk.Kind + "/" + ref.name}}
+// markerRequest is the markers controller's request: one job, repair
+// (object set) or strays (lien set), never both.
+type markerRequest struct {
+	// object is an object of a watched kind seen with broken markers: its
+	// markers are repaired.
+	object objectRef
+	// lien is the key of a lien the cache does not have whose entry a
+	// watched object carries ("namespace/name" a Lien, "name" a
+	// ClusterLien): its stray entries are taken off.
+	lien string
 }
 
-// parseRepairRequest is the object a repair request names; ok is false
-// for a lien's request.
-func parseRepairRequest(req reconcile.Request) (_ objectRef, ok bool) {
-	rest, ok := strings.CutPrefix(req.Name, repairPrefix)
-	if !ok {
-		return objectRef{}, false
+// namespace is the namespace the request works in, for the fair queue:
+// the object's, or the Lien's ("" for a ClusterLien).
+func (req markerRequest) namespace() string {
+	if req.lien != "" {
+		ns, _, namespaced := strings.Cut(req.lien, "/")
+		if !namespaced {
+			return ""
+		}
+		return ns
 	}
-	i := strings.LastIndex(rest, "/")
-	j := strings.LastIndex(rest[:max(i, 0)], "/")
-	if j < 0 {
-		return objectRef{}, false
+	return req.object.namespace
+}
+
+// markersReconciler is the markers controller: it repairs the broken
+// markers of objects (below) and takes the stray entries of liens gone
+// off (strays.go). It watches nothing itself: the lien controllers' map
+// functions, which see every event of a watched object, hand it the
+// requests (handOver).
+type markersReconciler struct {
+	markers
+	// liens is the Lien and the ClusterLien controller, for the kinds
+	// each watches (a stray entry is looked for in those).
+	liens []*Reconciler
+}
+
+// Reconcile does the one job req asks for; an error retries with back-off.
+func (r *markersReconciler) Reconcile(ctx context.Context, req markerRequest) (reconcile.Result, error) {
+	if req.lien != "" {
+		return reconcile.Result{}, r.releaseStrays(ctx, req.lien)
 	}
-	gv, err := schema.ParseGroupVersion(rest[:j])
-	if err != nil {
-		return objectRef{}, false
+	return reconcile.Result{}, r.repair(ctx, req.object)
+}
+
+// handOver is the markers controller's source: the lien controllers' map
+// functions hand it the requests their events make, and it queues them
+// once the controller has started.
+type handOver struct {
+	mu      sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[markerRequest]
+	pending []markerRequest // handed over before the controller started
+}
+
+func (h *handOver) String() string { return "the lien controllers' events" }
+
+// Start implements source.TypedSource.
+func (h *handOver) Start(_ context.Context, queue workqueue.TypedRateLimitingInterface[markerRequest]) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.queue = queue
+	for _, req := range h.pending {
+		queue.Add(req)
 	}
-	return objectRef{gvk: gv.WithKind(rest[j+1 : i]), namespace: req.Namespace, name: rest[i+1:]}, true
+	h.pending = nil
+	return nil
+}
+
+// add queues reqs on the markers controller (a nil handOver: a reconciler
+// built for a test of one reconcile, nothing).
+func (h *handOver) add(reqs ...markerRequest) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.queue == nil {
+		h.pending = append(h.pending, reqs...)
+		return
+	}
+	for _, req := range reqs {
+		h.queue.Add(req)
+	}
 }
 
 // repair repairs the markers of an object seen with broken ones, after a
 // live read confirms them still broken; an error retries with back-off.
-func (r *Reconciler) repair(ctx context.Context, ref objectRef) error {
+func (r *markersReconciler) repair(ctx context.Context, ref objectRef) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(ref.gvk)
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, obj)

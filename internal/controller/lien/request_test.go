@@ -6,32 +6,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
-// TestRepairRequest: a repair request names its object, of a core, a
-// grouped or a cluster-scoped kind, and no lien's request is one.
-func TestRepairRequest(t *testing.T) {
-	for _, ref := range []objectRef{
-		{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "app", name: "web"},
-		{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, namespace: "app", name: "web.v2"},
-		{gvk: schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, name: "gadgets.example.com"},
+// TestMarkerRequestNamespace: the markers controller's requests take
+// turns by the namespace they work in: a repair's object's, a Lien's, none
+// for a ClusterLien.
+func TestMarkerRequestNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		req  markerRequest
+		want string
+	}{
+		{markerRequest{object: objectRef{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "app", name: "web"}}, "app"},
+		{markerRequest{object: objectRef{gvk: schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, name: "gadgets.example.com"}}, ""},
+		{markerRequest{lien: "app/keep"}, "app"},
+		{markerRequest{lien: "keep"}, ""},
 	} {
-		got, ok := parseRepairRequest(repairRequest(ref))
-		if !ok {
-			t.Errorf("%v: not a repair request", ref)
-		}
-		if diff := cmp.Diff(ref, got, cmp.AllowUnexported(objectRef{})); diff != "" {
-			t.Errorf("parsed (-want +got):\n%s", diff)
-		}
-	}
-	for _, nn := range []types.NamespacedName{{Namespace: "app", Name: "web"}, {Name: "keep"}, {Name: "repair"}} {
-		if ref, ok := parseRepairRequest(reconcile.Request{NamespacedName: nn}); ok {
-			t.Errorf("the request of lien %s parsed as a repair of %v", nn, ref)
+		if got := tc.req.namespace(); got != tc.want {
+			t.Errorf("%+v: namespace %q, want %q", tc.req, got, tc.want)
 		}
 	}
 }
@@ -60,4 +55,32 @@ func TestIndexKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHandOver: the requests the lien controllers hand the markers
+// controller before it started are queued when it starts, and those after
+// at once, each once.
+func TestHandOver(t *testing.T) {
+	repair := markerRequest{object: objectRef{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, namespace: "app", name: "web"}}
+	stray := markerRequest{lien: "app/keep"}
+	var h handOver
+	h.add(repair, stray)
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[markerRequest]())
+	defer queue.ShutDown()
+	if err := h.Start(t.Context(), queue); err != nil {
+		t.Fatal(err)
+	}
+	h.add(stray, markerRequest{lien: "gone"})
+	var got []markerRequest
+	for queue.Len() > 0 {
+		req, _ := queue.Get()
+		got = append(got, req)
+		queue.Done(req)
+	}
+	want := []markerRequest{repair, stray, {lien: "gone"}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(markerRequest{}, objectRef{})); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
+	}
+	var none *handOver
+	none.add(repair) // a reconciler built for a test of one reconcile: nothing, no panic
 }

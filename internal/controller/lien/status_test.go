@@ -138,8 +138,42 @@ func fakeReconciler(t *testing.T, l *v1alpha1.Lien, write func(ctx context.Conte
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
 	return c, &Reconciler{
-		Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
+		markers:   markers{Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100)},
 		newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
 		watched:   map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},
+	}
+}
+
+// TestNoResultWithAnError is an error path (a fake client): a conflict
+// writing the status requeues without an error, but after a reconcile that
+// failed it returns that error alone, with no result: controller-runtime
+// ignores a result returned with an error (and warns that it did), so the
+// retry is the error's back-off.
+func TestNoResultWithAnError(t *testing.T) {
+	failed := errors.New("the lien markers of ConfigMap app/a could not be written")
+	for _, tc := range []struct {
+		name      string
+		reconcile error // what the reconcile itself returned
+		wantRes   reconcile.Result
+	}{
+		{"reconciled", nil, reconcile.Result{RequeueAfter: time.Second}},
+		{"failed", failed, reconcile.Result{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &v1alpha1.Lien{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Generation: 1}}
+			_, r := fakeReconciler(t, l, func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed"))
+			})
+			o := lienObj{l.DeepCopy()}
+			before := o.status().DeepCopy()
+			o.status().ObservedGeneration = 1 // something to write
+			res, err := r.patchStatus(t.Context(), o, before, false, reconcile.Result{RequeueAfter: resync}, tc.reconcile)
+			if !errors.Is(err, tc.reconcile) || (err == nil) != (tc.reconcile == nil) {
+				t.Errorf("patchStatus error %v, want %v", err, tc.reconcile)
+			}
+			if diff := cmp.Diff(tc.wantRes, res); diff != "" {
+				t.Errorf("patchStatus result (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

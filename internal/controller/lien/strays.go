@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
@@ -22,41 +21,30 @@ import (
 // can land after that (the soak found it): nothing would ever take it off,
 // and a Defer entry's finalizer would hold the object for good. So when a
 // watched object carries an entry of a lien the cache does not know, a
-// stray request for that lien is made; its reconcile, once a live read
-// confirms the lien gone, lists, live, the objects of every watched kind
-// that carry the lien label, and takes its entry off those whose entries
-// name it. (A lien's own deletion needs no such list: its release listed
+// request for that lien is handed to the markers controller (repair.go);
+// its reconcile, once a live read confirms the lien gone, lists, live, the
+// objects of every watched kind that carry the lien label, and takes its
+// entry off those whose entries name it. (A lien's own deletion needs no such list: its release listed
 // what carries its entry before it let go of its finalizer.)
 
-// strayPrefix begins the name of a stray request, which no lien's name
-// can (see repairPrefix); the rest is the lien's name.
-const strayPrefix = "stray:"
-
-// strayLiens is a stray request for each lien (of this reconciler's kind)
-// that changed carries an entry of and the cache does not have.
-func (r *Reconciler) strayLiens(ctx context.Context, changed client.Object) []reconcile.Request {
+// strayLiens is the key of each lien (of this reconciler's kind) that
+// changed carries an entry of and the cache does not have.
+func (r *Reconciler) strayLiens(ctx context.Context, changed client.Object) []markerRequest {
 	entries, err := lien.Entries(changed)
 	if err != nil {
 		return nil // malformed markers: repaired, see repair.go
 	}
-	var reqs []reconcile.Request
+	var reqs []markerRequest
 	for _, e := range entries {
 		key, ok := r.lienKey(e.Lien)
 		if !ok {
 			continue
 		}
 		if err := r.Client.Get(ctx, key, r.newObject().unwrap()); apierrors.IsNotFound(err) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: key.Namespace, Name: strayPrefix + key.Name}})
+			reqs = append(reqs, markerRequest{lien: e.Lien})
 		}
 	}
 	return reqs
-}
-
-// parseStrayRequest is the lien a stray request names; ok is false for
-// other requests.
-func parseStrayRequest(req reconcile.Request) (_ types.NamespacedName, ok bool) {
-	name, ok := strings.CutPrefix(req.Name, strayPrefix)
-	return types.NamespacedName{Namespace: req.Namespace, Name: name}, ok
 }
 
 // lienKey parses an entry's lien ("namespace/name" for a Lien, "name" for
@@ -76,16 +64,25 @@ func (r *Reconciler) lienKey(s string) (types.NamespacedName, bool) {
 // carry them, once a live read confirms the lien is gone: it lists, live,
 // the objects of each watched kind that carry the lien label (those of a
 // Lien's namespace, for a namespaced kind).
-func (r *Reconciler) releaseStrays(ctx context.Context, key types.NamespacedName) error {
-	err := r.APIReader.Get(ctx, key, r.newObject().unwrap())
+func (r *markersReconciler) releaseStrays(ctx context.Context, entry string) error {
+	var of *Reconciler // the controller of the lien's kind
+	for _, l := range r.liens {
+		if _, ok := l.lienKey(entry); ok {
+			of = l
+		}
+	}
+	if of == nil {
+		return nil
+	}
+	key, _ := of.lienKey(entry)
+	err := r.APIReader.Get(ctx, key, of.newObject().unwrap())
 	if err == nil {
 		return nil // it exists: its own reconcile keeps its markers right
 	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading %s %s: %w", r.kind(), key, err)
+		return fmt.Errorf("reading %s %s: %w", of.kind(), key, err)
 	}
-	entry := lien.Key(key.Namespace, key.Name)
-	for _, gvk := range r.watchedKinds() {
+	for _, gvk := range of.watchedKinds() {
 		m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			continue // not served: nothing of it carries anything
@@ -118,7 +115,7 @@ func (r *Reconciler) releaseStrays(ctx context.Context, key types.NamespacedName
 			}
 			if removed {
 				ctrl.LoggerFrom(ctx).Info("took the stray marker of a gone lien off", "lien", entry, "kind", gvk.Kind, "object", qualified(obj.Namespace, obj.Name))
-				releases.WithLabelValues(r.kind()).Inc()
+				releases.WithLabelValues(of.kind()).Inc()
 			}
 		}
 	}

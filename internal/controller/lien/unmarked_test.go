@@ -58,7 +58,7 @@ func TestReadyIsNotTrueWhileMarkersAreMissing(t *testing.T) {
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
 	r := &Reconciler{
-		Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100),
+		markers:   markers{Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100)},
 		newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
 		list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
 			return nil, nil

@@ -60,8 +60,7 @@ func indexKinds(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	protect, heldBy, _, _ := o.spec()
-	names := append(protect, heldBy...)
+	names := o.spec().refs()
 	if of := o.helmReleasesOf(); of != nil {
 		names = append(names, ref{APIVersion: of.APIVersion, Kind: of.Kind})
 	}
@@ -166,9 +165,8 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 // ConfigMaps, are one watch (it was one per entry, about 1,000), and
 // liens of one kind in 100 namespaces one. Bad input selects nothing.
 func (r *Reconciler) follow(o object) error {
-	protect, heldBy, _, _ := o.spec()
 	var sels []metacache.Selection
-	for _, x := range append(protect, heldBy...) {
+	for _, x := range o.spec().refs() {
 		res, msg, _ := r.resolve(o, x)
 		if msg != "" {
 			continue
@@ -195,61 +193,43 @@ func (r *Reconciler) watchedKinds() []schema.GroupVersionKind {
 
 // requestsFor is the map function of the watches: which requests an event
 // of changed, an object of kind gvk, makes. It changes nothing: the liens
-// of this reconciler's kind that name gvk; the liens, gone, whose entries
-// changed carries (strays.go); changed's repair when its markers are
-// broken (repair.go); and, for a CRD, the liens it concerns (crd.go).
+// of this reconciler's kind that name gvk, and, for a CRD, the liens it
+// concerns (crd.go); to the markers controller it hands changed's repair
+// when its markers are broken (repair.go), and the liens, gone, whose
+// entries changed carries (strays.go).
 func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
-	reqs := append(r.liensNaming(ctx, gvk, changed), r.strayLiens(ctx, changed)...)
+	r.toMarkers.add(r.strayLiens(ctx, changed)...)
 	if len(lien.Problems(changed)) > 0 {
-		reqs = append(reqs, repairRequest(objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}))
+		r.toMarkers.add(markerRequest{object: objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}})
 	}
+	reqs := r.liensNaming(ctx, gvk, changed)
 	if gvk == crdGVK {
 		reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
 	}
 	return reqs
 }
 
-// liensNaming is the liens of this reconciler's kind that name gvk where
-// changed lives, from the cache by the kinds index: a Lien of changed's
-// namespace (a Lien reaches no other), a ClusterLien with an entry of gvk
-// in changed's namespace (or cluster-scoped, for a cluster-scoped object),
-// or following gvk everywhere (helmReleasesOf). An event in one namespace
-// never reconciles another namespace's liens.
+// liensNaming is the liens this controller serves that name gvk where
+// changed lives. A Lien or ClusterLien follows, on the source, each kind
+// its entries name in each namespace they reach (follow): the event goes
+// straight to the liens that follow its object's kind in its namespace
+// (or, for a cluster-scoped object, cluster-scoped), found by the source
+// in memory (metacache.Source.Followers), so an event in one namespace
+// never reconciles another namespace's liens. A helmReleasesOf ClusterLien
+// follows its kind everywhere: those naming gvk, from the cache by the
+// kinds index.
 func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
-	ns := changed.GetNamespace()
-	if r.newObject().namespaced() {
-		if ns == "" {
-			return nil
-		}
-		return r.requests(ctx, client.InNamespace(ns), client.MatchingFields{kindsField: gvkKey(gvk)})
-	}
-	l, err := r.list(ctx, r.Client, client.MatchingFields{kindsField: gvkKey(gvk)})
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing liens")
-		return nil
+	if r.helmReleases {
+		return r.requests(ctx, client.MatchingFields{kindsField: gvkKey(gvk)})
 	}
 	var reqs []reconcile.Request
-	for _, o := range l {
-		if reaches(o, gvk, ns) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
-		}
+	for _, key := range r.watches.Followers(gvk, client.ObjectKeyFromObject(changed)) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
 	return reqs
 }
 
-// reaches reports whether the ClusterLien o names objects of gvk in
-// namespace ns ("" for cluster-scoped ones), or follows gvk everywhere.
-func reaches(o object, gvk schema.GroupVersionKind, ns string) bool {
-	if of := o.helmReleasesOf(); of != nil {
-		return true
-	}
-	protect, heldBy, _, _ := o.spec()
-	return slices.ContainsFunc(append(protect, heldBy...), func(x ref) bool {
-		return x.APIVersion == gvk.GroupVersion().String() && x.Kind == gvk.Kind && x.Namespace == ns
-	})
-}
-
-// requests is a request for each lien of this reconciler's kind that the
+// requests is a request for each lien this controller serves that the
 // cache lists with opts.
 func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	l, err := r.list(ctx, r.Client, opts...)
@@ -259,6 +239,9 @@ func (r *Reconciler) requests(ctx context.Context, opts ...client.ListOption) []
 	}
 	reqs := make([]reconcile.Request, 0, len(l))
 	for _, o := range l {
+		if !r.serves(o) {
+			continue
+		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.unwrap())})
 	}
 	return reqs

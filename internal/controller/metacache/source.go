@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +67,7 @@ const WideAt = 8
 // every object as an Add).
 type spread struct {
 	gvk       schema.GroupVersionKind
-	followers map[string]int // namespace ("" for every namespace) -> objects following it
+	followers map[string]map[types.NamespacedName]bool // namespace ("" for every namespace) -> the objects following it
 	wide      bool
 	running   map[Key]*Informer
 	waiting   bool // a goroutine waits for the wanted watches to sync
@@ -205,10 +207,13 @@ func (s *Source) Follow(obj types.NamespacedName, wanted []Selection) error {
 		}
 		sp := s.spreads[w]
 		if sp == nil {
-			sp = &spread{gvk: gvk, followers: map[string]int{}, running: map[Key]*Informer{}}
+			sp = &spread{gvk: gvk, followers: map[string]map[types.NamespacedName]bool{}, running: map[Key]*Informer{}}
 			s.spreads[w] = sp
 		}
-		sp.followers[k.Namespace]++
+		if sp.followers[k.Namespace] == nil {
+			sp.followers[k.Namespace] = map[types.NamespacedName]bool{}
+		}
+		sp.followers[k.Namespace][obj] = true
 	}
 	for k := range had {
 		if _, ok := keys[k]; ok {
@@ -217,7 +222,7 @@ func (s *Source) Follow(obj types.NamespacedName, wanted []Selection) error {
 		w := wideKey(k)
 		wides[w] = true
 		if sp := s.spreads[w]; sp != nil {
-			if sp.followers[k.Namespace]--; sp.followers[k.Namespace] <= 0 {
+			if delete(sp.followers[k.Namespace], obj); len(sp.followers[k.Namespace]) == 0 {
 				delete(sp.followers, k.Namespace)
 			}
 		}
@@ -239,6 +244,39 @@ func (s *Source) Follow(obj types.NamespacedName, wanted []Selection) error {
 		return fmt.Errorf("following %s: %v", obj, errs)
 	}
 	return nil
+}
+
+// Followers is the objects whose Follow selects every object of kind gvk
+// in obj's namespace (or in every namespace), or obj by its name: those
+// that asked for obj's events, for a Requests function to route an event
+// straight to them, sorted. A selection by labels is left out: the copies
+// are trimmed (Trim), so their labels cannot be matched here.
+func (s *Source) Followers(gvk schema.GroupVersionKind, obj types.NamespacedName) []types.NamespacedName {
+	if s == nil {
+		return nil
+	}
+	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []types.NamespacedName
+	for w, sp := range s.spreads {
+		if w.Resource != m.Resource || w.Labels != "" || w.Fields != "" && w.Fields != "metadata.name="+obj.Name {
+			continue
+		}
+		for o := range sp.followers[obj.Namespace] {
+			out = append(out, o)
+		}
+		if obj.Namespace != "" {
+			for o := range sp.followers[""] {
+				out = append(out, o)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(out)
 }
 
 // wideKey is k in every namespace.
