@@ -1,6 +1,7 @@
 package fairqueue
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -223,7 +224,8 @@ const ResyncAfter = 10 * time.Second
 // never all taken by one tenant's churn or by the resyncs of many liens:
 // a token bucket per namespace for the requests events make (past it, a
 // request is queued when the namespace's next token comes), and one for
-// every resync (each waits for its token, and at least its RequeueAfter).
+// every resync (each, once its RequeueAfter has passed, waits for its
+// token: resyncs that come due together are handed out at ResyncRate).
 // Zero rates turn the pacing off.
 type Pacing struct {
 	NamespaceRate  float64 // requests a second one namespace's events queue, past its burst
@@ -244,6 +246,9 @@ type rateLimitingQueue[T comparable] struct {
 	pacing  Pacing
 	resync  *rate.Limiter
 	resyncs workqueue.TypedDelayingInterface[T]
+	// stopping ends, at shutdown, a due resync's wait for its token.
+	stopping context.Context
+	stop     context.CancelFunc
 
 	now func() time.Time // time.Now; a test's clock
 
@@ -384,19 +389,22 @@ func (r *rateLimitingQueue[T]) AddAfter(item T, d time.Duration) {
 		r.TypedRateLimitingInterface.AddAfter(item, d)
 		return
 	}
-	if r.resync != nil {
-		d = max(d, r.resync.Reserve().Delay())
-	}
 	r.resyncs.AddAfter(item, d)
 }
 
-// resyncsDue adds each resync to the queue as it comes due, until the
-// queue shuts down.
+// resyncsDue adds each resync to the queue as it comes due, each waiting
+// for its token of the resyncs' bucket then (so that resyncs due together
+// are handed out at ResyncRate, however many reconciles asked for them
+// and when), until the queue shuts down.
 func (r *rateLimitingQueue[T]) resyncsDue() {
 	for {
 		item, shutdown := r.resyncs.Get()
 		if shutdown {
 			return
+		}
+		if r.resync != nil && r.resync.Wait(r.stopping) != nil {
+			r.resyncs.Done(item)
+			return // shutting down
 		}
 		r.resyncDue(item)
 		r.resyncs.Done(item)
@@ -411,11 +419,13 @@ func (r *rateLimitingQueue[T]) resyncDue(item T) {
 }
 
 func (r *rateLimitingQueue[T]) ShutDown() {
+	r.stop()
 	r.resyncs.ShutDown()
 	r.TypedRateLimitingInterface.ShutDown()
 }
 
 func (r *rateLimitingQueue[T]) ShutDownWithDrain() {
+	r.stop()
 	r.resyncs.ShutDown() // resyncs not due yet are not work in progress
 	r.TypedRateLimitingInterface.ShutDownWithDrain()
 }
@@ -458,6 +468,7 @@ func PacedBy[T comparable](p Pacing, namespace func(T) string) func(string, work
 			r.resync = rate.NewLimiter(rate.Limit(p.ResyncRate), 1)
 		}
 		r.resyncs = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{})
+		r.stopping, r.stop = context.WithCancel(context.Background())
 		go r.resyncsDue()
 		return r
 	}

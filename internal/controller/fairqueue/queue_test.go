@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
@@ -139,6 +140,35 @@ func TestRequeueAfterIsAResync(t *testing.T) {
 	if second, _ = q.Get(); second != req("a", "conflict") {
 		t.Errorf("second handed out %v, want a/conflict", second)
 	}
+}
+
+// Resyncs that come due together are handed out at ResyncRate, each
+// taking its token when it is due: a token taken when the reconcile asked
+// for its resync (a minute before) was long past, and all came at once.
+func TestResyncsArePacedWhenDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := Paced(Pacing{ResyncRate: 5})("", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		start := time.Now()
+		const n = 20
+		for i := range n {
+			q.AddAfter(req(fmt.Sprint("ns", i), "resync"), time.Minute)
+		}
+		var last time.Duration
+		for i := range n {
+			item, _ := q.Get()
+			at := time.Since(start)
+			q.Done(item)
+			if i == 0 && at != time.Minute {
+				t.Errorf("the first resync came after %v, want 1m0s (its RequeueAfter)", at)
+			}
+			last = at
+		}
+		// 5 a second: the 20th 19 tokens (3.8 s) after the first.
+		if want := time.Minute + 3800*time.Millisecond; last < want || last > want+200*time.Millisecond {
+			t.Errorf("the %dth resync came after %v, want %v: resyncs due together are paced", n, last, want)
+		}
+	})
 }
 
 // Past its burst, a namespace's events wait for its tokens, queued once
