@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/localcluster"
+	pkglien "github.com/teardown-dev/teardown/pkg/lien"
 	"github.com/teardown-dev/teardown/test/bench/kit"
 )
 
@@ -64,12 +66,17 @@ func (s sizes) pairs() int {
 
 // result is one arm's measurements.
 type result struct {
-	sz           sizes
-	setup        time.Duration // first lien created to every lien Ready
-	idle, noisy  sample        // the controller at rest, and at the end of the noisy window
-	afterIdle    sample        // after the idle probes, before the noise
-	idleProbes   []time.Duration
-	noisyProbes  []time.Duration
+	sz          sizes
+	setup       time.Duration // first lien created to every lien Ready
+	idle, noisy sample        // the controller at rest, and at the end of the noisy window
+	afterIdle   sample        // after the idle probes, before the noise
+	idleProbes  []time.Duration
+	noisyProbes []time.Duration
+	// For each probe, its lien's creation to its ConfigMap carrying the
+	// lien's markers (seen by a watch): the controller's share of the
+	// probe; the rest is kube-apiserver's admission refusing the DELETE.
+	idleMarked   []time.Duration
+	noisyMarked  []time.Duration
 	lost         int     // probes not protected within probeTimeout
 	noiseWritten int64   // relabels the noisy tenant made
 	noiseRate    float64 // relabels per second achieved
@@ -82,18 +89,44 @@ type sample struct {
 	rss        int64
 	queue      float64 // requests waiting in the lien controllers' queues
 	// Cumulative sum and count of the Lien controller's requests' waits in
-	// its queue, for the mean over a window.
-	queuedSum, queuedCount float64
+	// its queue, and of its reconciles' durations, for the means over a
+	// window; the controller's API requests so far; when it was taken.
+	queuedSum, queuedCount       float64
+	reconcileSum, reconcileCount float64
+	requests                     float64
+	at                           time.Time
 }
 
-// queued is the mean wait of a Lien request in its queue between samples
-// a and b.
-func queued(a, b sample) time.Duration {
-	n := b.queuedCount - a.queuedCount
+// window is what the Lien controller did between samples a and b.
+type window struct{ a, b sample }
+
+func (w window) secs() float64 { return w.b.at.Sub(w.a.at).Seconds() }
+
+// reconciles is the Lien controller's reconciles a second.
+func (w window) reconciles() float64 {
+	return (w.b.reconcileCount - w.a.reconcileCount) / w.secs()
+}
+
+// reconcileTime is the mean duration of its reconciles.
+func (w window) reconcileTime() time.Duration {
+	n := w.b.reconcileCount - w.a.reconcileCount
 	if n <= 0 {
 		return 0
 	}
-	return time.Duration((b.queuedSum - a.queuedSum) / n * float64(time.Second))
+	return time.Duration((w.b.reconcileSum - w.a.reconcileSum) / n * float64(time.Second))
+}
+
+// requests is the controller's API requests a second (all its
+// controllers: the client's --kube-api-qps is theirs together).
+func (w window) requests() float64 { return (w.b.requests - w.a.requests) / w.secs() }
+
+// queued is the mean wait of a Lien request in its queue.
+func (w window) queued() time.Duration {
+	n := w.b.queuedCount - w.a.queuedCount
+	if n <= 0 {
+		return 0
+	}
+	return time.Duration((w.b.queuedSum - w.a.queuedSum) / n * float64(time.Second))
 }
 
 const (
@@ -149,15 +182,21 @@ func tables(rs []result) {
 	lat := kit.Table{
 		Title: "Lien scale: lien created to the first refused DELETE of the object it protects",
 		Header: []string{"arm", "probes", "p50 idle", "p99 idle", "p50 noisy", "p99 noisy", "p99 noisy/idle (goal ≤ 2)",
-			"not protected in 5 min", "noisy tenant's relabels/s",
-			"mean wait in the Lien queue idle", "noisy"},
+			"not protected in 5 min", "noisy tenant's relabels/s"},
+	}
+	ctl := kit.Table{
+		Title: "Lien scale: where a probe's time goes, during the idle and the noisy probes",
+		Header: []string{"arm", "p99 to markers written idle", "noisy", "Lien reconciles/s idle", "noisy",
+			"mean reconcile idle", "noisy", "mean wait in the Lien queue idle", "noisy", "API requests/s idle", "noisy"},
 	}
 	for _, r := range rs {
 		cost.Add(r.sz, r.sz.pairs(), r.setup, r.idle.watches, r.noisy.watches, r.idle.goroutines, r.noisy.goroutines,
 			mibs(r.idle.rss), mibs(r.noisy.rss), r.idle.queue, r.noisy.queue)
 		lat.Add(r.sz, fmt.Sprintf("%d + %d", len(r.idleProbes), len(r.noisyProbes)), secs(p50(r.idleProbes)), secs(p99(r.idleProbes)),
-			secs(p50(r.noisyProbes)), secs(p99(r.noisyProbes)), kit.Ratio(p99(r.noisyProbes), p99(r.idleProbes)), r.lost, r.noiseRate,
-			queued(r.idle, r.afterIdle), queued(r.afterIdle, r.noisy))
+			secs(p50(r.noisyProbes)), secs(p99(r.noisyProbes)), kit.Ratio(p99(r.noisyProbes), p99(r.idleProbes)), r.lost, r.noiseRate)
+		idle, noisy := window{r.idle, r.afterIdle}, window{r.afterIdle, r.noisy}
+		ctl.Add(r.sz, secs(p99(r.idleMarked)), secs(p99(r.noisyMarked)), idle.reconciles(), noisy.reconciles(),
+			idle.reconcileTime(), noisy.reconcileTime(), idle.queued(), noisy.queued(), idle.requests(), noisy.requests())
 	}
 	if len(rs) == 2 {
 		s, f := rs[0], rs[1]
@@ -166,10 +205,11 @@ func tables(rs []result) {
 			kit.Ratio(f.idle.goroutines, s.idle.goroutines), kit.Ratio(f.noisy.goroutines, s.noisy.goroutines),
 			kit.Ratio(float64(f.idle.rss), float64(s.idle.rss)), kit.Ratio(float64(f.noisy.rss), float64(s.noisy.rss)), "", "")
 		lat.Add("ratio full/small", "", kit.Ratio(p50(f.idleProbes), p50(s.idleProbes)), kit.Ratio(p99(f.idleProbes), p99(s.idleProbes)),
-			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "", "", "")
+			kit.Ratio(p50(f.noisyProbes), p50(s.noisyProbes)), kit.Ratio(p99(f.noisyProbes), p99(s.noisyProbes)), "", "", "")
 	}
 	cost.Write(os.Stdout)
 	lat.Write(os.Stdout)
+	ctl.Write(os.Stdout)
 }
 
 func mibs(v int64) string { return kit.Num(float64(v)/mib) + " MiB" }
@@ -265,12 +305,12 @@ func runArm(b *testing.B, sz sizes) result {
 	r.idle = p.sample(b, ctl, metricsURL, before)
 	logf("idle: %+v", r.idle)
 
-	probes := kit.Env("BENCH_PROBES", 40)
+	probes := kit.Env("BENCH_PROBES", 200)
 	every := time.Duration(kit.Env("BENCH_PROBE_INTERVAL_MS", 500)) * time.Millisecond
 	var lost int
-	r.idleProbes, lost = p.probes(b, sz, "idle", probes, every)
+	r.idleProbes, r.idleMarked, lost = p.probes(b, sz, "idle", probes, every)
 	r.lost += lost
-	logf("idle probes: p50 %.2fs p99 %.2fs, %d lost", p50(r.idleProbes), p99(r.idleProbes), lost)
+	logf("idle probes: p50 %.2fs p99 %.2fs, %d lost; markers written p50 %.2fs p99 %.2fs", p50(r.idleProbes), p99(r.idleProbes), lost, p50(r.idleMarked), p99(r.idleMarked))
 	r.afterIdle = p.sample(b, ctl, metricsURL, before)
 
 	rate := kit.Env("BENCH_NOISE_RATE", 50)
@@ -283,14 +323,15 @@ func runArm(b *testing.B, sz sizes) result {
 	if pprofAddr != "" {
 		go p.profile(pprofAddr)
 	}
-	r.noisyProbes, lost = p.probes(b, sz, "noisy", probes, every)
+	r.noisyProbes, r.noisyMarked, lost = p.probes(b, sz, "noisy", probes, every)
 	r.lost += lost
 	r.noisy = p.sample(b, ctl, metricsURL, before)
 	close(stop)
 	<-noiseDone
 	r.noiseWritten = written.Load()
 	r.noiseRate = float64(r.noiseWritten) / time.Since(noiseStart).Seconds()
-	logf("noisy probes: p50 %.2fs p99 %.2fs, %d lost; %d relabels (%.0f/s); %+v", p50(r.noisyProbes), p99(r.noisyProbes), lost, r.noiseWritten, r.noiseRate, r.noisy)
+	logf("noisy probes: p50 %.2fs p99 %.2fs, %d lost; markers written p50 %.2fs p99 %.2fs; %d relabels (%.0f/s); %+v",
+		p50(r.noisyProbes), p99(r.noisyProbes), lost, p50(r.noisyMarked), p99(r.noisyMarked), r.noiseWritten, r.noiseRate, r.noisy)
 	if !ctl.Running() {
 		b.Fatalf("the controller exited; its log is %s", ctl.Log)
 	}
@@ -443,27 +484,36 @@ func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, bef
 		b.Fatal(err)
 	}
 	return sample{
-		watches:     p.watches(b) - before,
-		goroutines:  m.Sum("go_goroutines"),
-		rss:         rss,
-		queue:       m.Sum("workqueue_depth", `name="lien"`) + m.Sum("workqueue_depth", `name="clusterlien"`),
-		queuedSum:   m.Sum("workqueue_queue_duration_seconds_sum", `name="lien"`),
-		queuedCount: m.Sum("workqueue_queue_duration_seconds_count", `name="lien"`),
+		watches:    p.watches(b) - before,
+		goroutines: m.Sum("go_goroutines"),
+		rss:        rss,
+		queue: m.Sum("workqueue_depth", `name="lien"`) + m.Sum("workqueue_depth", `name="clusterlien"`) +
+			m.Sum("workqueue_depth", `name="clusterlien-helmreleases"`) + m.Sum("workqueue_depth", `name="lien-markers"`),
+		queuedSum:      m.Sum("workqueue_queue_duration_seconds_sum", `name="lien"`),
+		queuedCount:    m.Sum("workqueue_queue_duration_seconds_count", `name="lien"`),
+		reconcileSum:   m.Sum("controller_runtime_reconcile_time_seconds_sum", `controller="lien"`),
+		reconcileCount: m.Sum("controller_runtime_reconcile_time_seconds_count", `controller="lien"`),
+		requests:       m.Sum("rest_client_requests_total"),
+		at:             time.Now(),
 	}
 }
 
 // probes creates n liens, one every interval, each protecting a new
 // ConfigMap by name in a namespace other than the noisy one (bench-000),
 // and returns, for each, the time from the start of its CREATE to the
-// first dry-run DELETE of its ConfigMap that kube-apiserver refuses: what
-// a user who deletes it sees. It polls every 20 ms.
-func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval time.Duration) ([]time.Duration, int) {
+// first dry-run DELETE of its ConfigMap that kube-apiserver refuses (what
+// a user who deletes it sees; it polls every 20 ms), and to its ConfigMap
+// carrying the lien's markers (markedAt).
+func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval time.Duration) (refused, marked []time.Duration, lost int) {
 	b.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	markedAt, err := p.watchMarks(ctx, "probe-"+phase+"-")
+	if err != nil {
+		b.Fatal(err)
+	}
 	var (
 		mu   sync.Mutex
-		out  []time.Duration
-		lost int
 		wg   sync.WaitGroup
 		errs = make(chan error, n)
 	)
@@ -495,9 +545,13 @@ func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval tim
 				err := p.kube.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 				switch {
 				case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+					took := time.Since(began)
 					mu.Lock()
-					out = append(out, time.Since(began))
-					mu.Unlock()
+					defer mu.Unlock()
+					refused = append(refused, took)
+					if at, ok := markedAt(ns, name); ok {
+						marked = append(marked, at.Sub(began))
+					}
 					return
 				case err != nil:
 					errs <- fmt.Errorf("dry-run DELETE of ConfigMap %s/%s: %w", ns, name, err)
@@ -515,18 +569,68 @@ func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval tim
 	for err := range errs {
 		b.Error(err)
 	}
-	return out, lost
+	return refused, marked, lost
+}
+
+// watchMarks watches, until ctx ends, the ConfigMaps carrying lien markers
+// whose names start with prefix, and returns when each was first seen
+// with them.
+func (p *plane) watchMarks(ctx context.Context, prefix string) (func(ns, name string) (time.Time, bool), error) {
+	opts := metav1.ListOptions{LabelSelector: pkglien.Label, Limit: 1}
+	l, err := p.kube.CoreV1().ConfigMaps("").List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Limit, opts.ResourceVersion = 0, l.ResourceVersion
+	w, err := p.kube.CoreV1().ConfigMaps("").Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[types.NamespacedName]time.Time{}
+	)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok || !strings.HasPrefix(cm.Name, prefix) {
+				continue
+			}
+			key := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
+			mu.Lock()
+			if _, ok := seen[key]; !ok {
+				seen[key] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	return func(ns, name string) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		at, ok := seen[types.NamespacedName{Namespace: ns, Name: name}]
+		return at, ok
+	}, nil
 }
 
 // noise is the noisy tenant of bench-000: rate relabels a second, open
-// loop (at most 32 at once), alternately of one of its objects (all carry
-// lien markers) and of one of its liens, until stop is closed.
+// loop (at most 32 at once, one at a time per object, as a client that
+// relabels its objects would), alternately of one of its objects (all
+// carry lien markers) and of one of its liens, until stop is closed. With
+// one lien in the namespace (the small arms), writes to it in parallel
+// would measure kube-apiserver's retries of conflicting updates of one
+// object (docs/benchmarks.md, section 7), not the controller: a tick
+// whose object has a write in flight is skipped.
 func (p *plane) noise(sz sizes, rate int, stop <-chan struct{}, written *atomic.Int64) {
 	ctx := context.Background()
 	ns := p.namespace(0)
 	perNS := sz.liensPerNS()
 	objects := max(1, sz.objects/sz.namespaces)
 	sem := make(chan struct{}, 32)
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]bool{}
+	)
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	var wg sync.WaitGroup
@@ -537,22 +641,41 @@ func (p *plane) noise(sz sizes, rate int, stop <-chan struct{}, written *atomic.
 			return
 		case <-tick.C:
 		}
+		key := fmt.Sprintf("l-%d", (n/2)%perNS)
+		if n%2 == 0 {
+			key = fmt.Sprintf("o-%d", (n/2)%objects)
+		}
+		mu.Lock()
+		busy := inFlight[key]
+		mu.Unlock()
+		if busy {
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		default:
 			continue // the tenant's writes are backed up: skip a tick
 		}
+		mu.Lock()
+		inFlight[key] = true
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() {
+				mu.Lock()
+				delete(inFlight, key)
+				mu.Unlock()
+				<-sem
+				wg.Done()
+			}()
 			patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"%d"}}}`, churnLabel, n)
 			var err error
 			if n%2 == 0 {
 				j := (n / 2) % objects
 				g := j % perNS
-				_, err = p.dyn.Resource(gvr(g%sz.kinds)).Namespace(ns).Patch(ctx, fmt.Sprintf("o-%d", j), types.MergePatchType, patch, metav1.PatchOptions{})
+				_, err = p.dyn.Resource(gvr(g%sz.kinds)).Namespace(ns).Patch(ctx, key, types.MergePatchType, patch, metav1.PatchOptions{})
 			} else {
-				l := &v1alpha1.Lien{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l-%d", (n/2)%perNS), Namespace: ns}}
+				l := &v1alpha1.Lien{ObjectMeta: metav1.ObjectMeta{Name: key, Namespace: ns}}
 				err = p.k.Patch(ctx, l, client.RawPatch(types.MergePatchType, patch))
 			}
 			if err == nil {
