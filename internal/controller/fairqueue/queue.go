@@ -468,7 +468,7 @@ func PacedBy[T comparable](p Pacing, namespace func(T) string) func(string, work
 			r.resync = rate.NewLimiter(rate.Limit(p.ResyncRate), 1)
 		}
 		r.resyncs = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{})
-		r.stopping, r.stop = context.WithCancel(context.Background())
+		r.stopping, r.stop = context.WithCancel(context.Background()) //nolint:gosec // r.stop is called by ShutDown and ShutDownWithDrain
 		go r.resyncsDue()
 		return r
 	}
