@@ -5,7 +5,6 @@ package contract
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -62,13 +61,9 @@ func TestCRDRefusesWhatValidateRefuses(t *testing.T) {
 	}
 	usedAtList, usedGoOnly := map[string]bool{}, map[string]bool{}
 	for _, file := range files {
-		data, err := os.ReadFile(file)
+		blocks, err := teardowntest.ParseFile(file)
 		if err != nil {
 			t.Fatal(err)
-		}
-		blocks, err := teardowntest.Parse(string(data))
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
 		}
 		for _, b := range blocks {
 			if b.Cmd != "plan" {

@@ -46,13 +46,9 @@ func TestInteraction(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
+			blocks, err := teardowntest.ParseFile(file)
 			if err != nil {
 				t.Fatal(err)
-			}
-			blocks, err := teardowntest.Parse(string(data))
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
 			}
 			w := &world{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			var out strings.Builder

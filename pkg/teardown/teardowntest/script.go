@@ -7,6 +7,7 @@ package teardowntest
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -27,6 +28,19 @@ type Block struct {
 	// Header is the comments, command and input as written: what a
 	// rewritten script keeps of the block before its output.
 	Header string
+}
+
+// ParseFile reads the script in file and splits it into its blocks.
+func ParseFile(file string) ([]Block, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := Parse(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return blocks, nil
 }
 
 // Parse splits a script into its blocks.
