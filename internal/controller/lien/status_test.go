@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 )
 
 // TestStatusWriteOnce is an error path (a fake client: a real API server
@@ -38,7 +38,7 @@ func TestStatusWriteOnce(t *testing.T) {
 	}{
 		{"written", nil, "", reconcile.Result{RequeueAfter: resync}, true},
 		{"refused", apierrors.NewInternalError(errors.New("etcd is unavailable")), "writing the status of Lien app/web", reconcile.Result{}, false},
-		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed")), "", reconcile.Result{RequeueAfter: time.Second}, false},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed")), "", reconcile.Result{RequeueAfter: reconciler.ConflictRetry}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -156,7 +156,7 @@ func TestNoResultWithAnError(t *testing.T) {
 		reconcile error // what the reconcile itself returned
 		wantRes   reconcile.Result
 	}{
-		{"reconciled", nil, reconcile.Result{RequeueAfter: time.Second}},
+		{"reconciled", nil, reconcile.Result{RequeueAfter: reconciler.ConflictRetry}},
 		{"failed", failed, reconcile.Result{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
