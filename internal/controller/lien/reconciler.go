@@ -110,16 +110,23 @@ const DefaultWorkers = 4
 // (docs/benchmarks.md, section 7).
 var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
 
+// Controllers are the reconcilers of the lien controllers Setup
+// registered; the fourth, lien-markers, works on their requests.
+type Controllers struct {
+	Lien, ClusterLien, HelmReleases *Reconciler
+}
+
 // Setup registers the lien controllers with mgr: lien, clusterlien,
-// clusterlien-helmreleases and lien-markers (doc.go).
-func Setup(mgr ctrl.Manager, o Options) error {
+// clusterlien-helmreleases and lien-markers (doc.go), and returns their
+// reconcilers.
+func Setup(mgr ctrl.Manager, o Options) (*Controllers, error) {
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.Cache = meta
 	if err := index(mgr.GetFieldIndexer()); err != nil {
-		return err
+		return nil, err
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultWorkers
@@ -164,10 +171,13 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	for _, r := range []*Reconciler{liens[0], liens[1], helmReleases} {
 		r.toMarkers = toMarkers
 		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return setupMarkers(mgr, toMarkers, liens, o.MaxConcurrentReconciles)
+	if err := setupMarkers(mgr, toMarkers, liens, o.MaxConcurrentReconciles); err != nil {
+		return nil, err
+	}
+	return &Controllers{Lien: liens[0], ClusterLien: liens[1], HelmReleases: helmReleases}, nil
 }
 
 // setupMarkers registers the markers controller, on the requests the lien
