@@ -40,7 +40,8 @@ type Controller struct {
 // own kinds.
 var Controllers = []Controller{
 	{Name: "lien", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, o Options) error {
-		return lien.Setup(mgr, lien.Options{Cache: meta, MaxConcurrentReconciles: o.LienWorkers})
+		_, err := lien.Setup(mgr, lien.Options{Cache: meta, MaxConcurrentReconciles: o.LienWorkers})
+		return err
 	}},
 	{Name: "dependents", Setup: func(mgr ctrl.Manager, meta *metacache.Cache, _ Options) error {
 		_, err := dependents.Setup(mgr, dependents.Options{Cache: meta})

@@ -12,7 +12,9 @@
 //     controller's (Cluster API's): get the lien, ensure its cleanup
 //     finalizer, then reconcileNormal or reconcileDelete; the status, with
 //     Ready summing up what was found wrong (internal/controller/conditions),
-//     is written once, in a deferred patch.
+//     is written once, in a deferred patch (internal/controller/reconciler,
+//     as every controller's: a conflict requeues quietly, an error wins
+//     over a result).
 //   - clusterlien-helmreleases (helmreleases.go): a ClusterLien with
 //     helmReleasesOf, on its name: the same Reconcile, with its own pair,
 //     reconcileHelmReleases and reconcileDeleteHelmReleases, making a Lien

@@ -55,8 +55,6 @@ type object interface {
 	helmReleasesOf() *v1alpha1.HelmReleasesOf
 	// unwrap is the *Lien or *ClusterLien itself, for clients and events.
 	unwrap() client.Object
-	// meta is its ObjectMeta, to take a patch's answer over.
-	meta() *metav1.ObjectMeta
 	// deepCopy is a deep copy of it, as an object.
 	deepCopy() object
 }
@@ -78,7 +76,6 @@ func (l lienObj) namespaced() bool                         { return true }
 func (l lienObj) status() *v1alpha1.LienStatus             { return &l.Status }
 func (l lienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf { return nil }
 func (l lienObj) unwrap() client.Object                    { return l.Lien }
-func (l lienObj) meta() *metav1.ObjectMeta                 { return &l.ObjectMeta }
 func (l lienObj) deepCopy() object                         { return lienObj{l.DeepCopy()} }
 func (l lienObj) spec() spec {
 	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
@@ -96,7 +93,6 @@ type clusterLienObj struct{ *v1alpha1.ClusterLien }
 func (l clusterLienObj) namespaced() bool             { return false }
 func (l clusterLienObj) status() *v1alpha1.LienStatus { return &l.Status }
 func (l clusterLienObj) unwrap() client.Object        { return l.ClusterLien }
-func (l clusterLienObj) meta() *metav1.ObjectMeta     { return &l.ObjectMeta }
 func (l clusterLienObj) deepCopy() object             { return clusterLienObj{l.DeepCopy()} }
 func (l clusterLienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf {
 	return l.Spec.HelmReleasesOf

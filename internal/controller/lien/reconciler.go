@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +30,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/controller/conditions"
 	"github.com/teardown-dev/teardown/internal/controller/fairqueue"
 	"github.com/teardown-dev/teardown/internal/controller/metacache"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -110,16 +110,23 @@ const DefaultWorkers = 4
 // (docs/benchmarks.md, section 7).
 var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
 
+// Controllers are the reconcilers of the lien controllers Setup
+// registered; the fourth, lien-markers, works on their requests.
+type Controllers struct {
+	Lien, ClusterLien, HelmReleases *Reconciler
+}
+
 // Setup registers the lien controllers with mgr: lien, clusterlien,
-// clusterlien-helmreleases and lien-markers (doc.go).
-func Setup(mgr ctrl.Manager, o Options) error {
+// clusterlien-helmreleases and lien-markers (doc.go), and returns their
+// reconcilers.
+func Setup(mgr ctrl.Manager, o Options) (*Controllers, error) {
 	meta, err := metacache.OrNew(mgr, o.Cache)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.Cache = meta
 	if err := index(mgr.GetFieldIndexer()); err != nil {
-		return err
+		return nil, err
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultWorkers
@@ -164,10 +171,13 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	for _, r := range []*Reconciler{liens[0], liens[1], helmReleases} {
 		r.toMarkers = toMarkers
 		if err := r.setup(mgr, o.Cache, o.MaxConcurrentReconciles); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return setupMarkers(mgr, toMarkers, liens, o.MaxConcurrentReconciles)
+	if err := setupMarkers(mgr, toMarkers, liens, o.MaxConcurrentReconciles); err != nil {
+		return nil, err
+	}
+	return &Controllers{Lien: liens[0], ClusterLien: liens[1], HelmReleases: helmReleases}, nil
 }
 
 // setupMarkers registers the markers controller, on the requests the lien
@@ -291,8 +301,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}()
 
 	if o.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(o, CleanupFinalizer) {
-		if err := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.AddFinalizer(o, CleanupFinalizer) }); err != nil {
-			return r.conflictOrError(fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err))
+		if err := reconciler.PatchMeta(ctx, r.Client, o.unwrap(), func(o client.Object) { controllerutil.AddFinalizer(o, CleanupFinalizer) }); err != nil {
+			// Gone meanwhile: its delete event cleans up after it.
+			if err = client.IgnoreNotFound(err); err != nil {
+				err = fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err)
+			}
+			return reconcile.Result{}, err
 		}
 	}
 	if err := r.follow(o); err != nil {
@@ -309,64 +323,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	default:
 		res, err = r.reconcileNormal(ctx, o)
 	}
-	switch {
-	case r.reportForbidden(ctx, o, err):
+	if r.reportForbidden(ctx, o, err) {
 		return reconcile.Result{RequeueAfter: resync}, nil
-	case apierrors.IsConflict(err):
-		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	return res, err
+	return reconciler.RequeueOnConflict(res, err)
 }
 
-// patchStatus writes what the reconcile changed in o's status in one patch
-// (optimistic lock: a status read before someone else's write is not
-// written over it), and only if it changed; then, for a released lien,
-// takes its cleanup finalizer off, once the status is stored. A conflict
-// requeues silently (after a failed reconcile, its error alone retries: a
-// result returned with an error is ignored); o gone is no error; a failed
-// write is returned, with the reconcile's own error.
+// patchStatus writes what the reconcile changed in o's status
+// (reconciler.PatchStatus: one patch, only if it changed, with an
+// optimistic lock); then, for a released lien, takes its cleanup
+// finalizer off, once the status is stored. o gone is no error; a failed
+// write is returned with the reconcile's own error, which alone is
+// returned when the write conflicted; an error wins over res, and a
+// conflict requeues quietly (reconciler.RequeueOnConflict).
 func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, released bool, res reconcile.Result, err error) (reconcile.Result, error) {
-	if !equality.Semantic.DeepEqual(before, o.status()) {
-		base := o.deepCopy()
-		*base.status() = *before
-		perr := r.Client.Status().Patch(ctx, o.unwrap(), client.MergeFromWithOptions(base.unwrap(), client.MergeFromWithOptimisticLock{}))
-		switch {
-		case apierrors.IsNotFound(perr):
-			return reconcile.Result{}, err
-		case apierrors.IsConflict(perr) && err != nil:
-			return reconcile.Result{}, err // the result is ignored with an error: the error's back-off retries
-		case apierrors.IsConflict(perr):
-			return reconcile.Result{RequeueAfter: time.Second}, nil
-		case perr != nil:
-			return reconcile.Result{}, errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
+	then := o.deepCopy()
+	*then.status() = *before
+	switch perr := reconciler.PatchStatus(ctx, r.Client, o.unwrap(), then.unwrap()); {
+	case apierrors.IsNotFound(perr): // gone: its last finalizer was just taken off
+		return reconcile.Result{}, err
+	case apierrors.IsConflict(perr) && err != nil: // the reconcile's error says more
+	case perr != nil:
+		err = errors.Join(err, fmt.Errorf("writing the status of %s %s: %w", r.kind(), klog.KObj(o), perr))
+	case released && err == nil:
+		// Its finalizer off (unless it is gone already), and its watches
+		// with it.
+		if perr := reconciler.PatchMeta(ctx, r.Client, o.unwrap(), func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); client.IgnoreNotFound(perr) != nil {
+			err = fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, perr)
+		} else {
+			err = r.watches.Follow(client.ObjectKeyFromObject(o.unwrap()), nil)
 		}
 	}
-	if released && err == nil {
-		if perr := r.patchMeta(ctx, o, func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); perr != nil {
-			return r.conflictOrError(fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, perr))
-		}
-		// It goes now: so do its watches.
-		if perr := r.watches.Follow(client.ObjectKeyFromObject(o.unwrap()), nil); perr != nil {
-			return reconcile.Result{}, perr
-		}
-	}
-	if err != nil {
-		return reconcile.Result{}, err // the result is ignored with an error
-	}
-	return res, nil
-}
-
-// patchMeta patches o's metadata as change makes it (optimistic lock),
-// leaving o's status as it is in memory for patchStatus.
-func (r *Reconciler) patchMeta(ctx context.Context, o object, change func(client.Object)) error {
-	obj := o.deepCopy()
-	patch := client.MergeFromWithOptions(obj.deepCopy().unwrap(), client.MergeFromWithOptimisticLock{})
-	change(obj.unwrap())
-	if err := r.Client.Patch(ctx, obj.unwrap(), patch); err != nil {
-		return err
-	}
-	*o.meta() = *obj.meta()
-	return nil
+	return reconciler.RequeueOnConflict(res, err)
 }
 
 // reconcileNormal handles a lien that is not being deleted: while it is
@@ -506,19 +494,6 @@ func (f findings) result() (reconcile.Result, error) {
 // notServedRetry is how often a lien naming a kind that is not served
 // looks again, besides the CRD watch.
 const notServedRetry = 5 * time.Minute
-
-// conflictOrError handles a refused write of the lien itself: a conflict
-// (someone changed it between our read and our write) requeues silently;
-// NotFound means it is gone, and its delete event cleans up after it.
-func (r *Reconciler) conflictOrError(err error) (reconcile.Result, error) {
-	switch {
-	case apierrors.IsConflict(err):
-		return reconcile.Result{RequeueAfter: time.Second}, nil
-	case apierrors.IsNotFound(err):
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{}, err
-}
 
 // resolved is one ref mapped to its resource.
 type resolved struct {
@@ -885,9 +860,9 @@ func (r *Reconciler) recordMarked(ctx context.Context, o object, desired []metav
 		return nil
 	}
 	sortMarked(marked)
-	base, obj := o.deepCopy(), o.deepCopy()
+	obj := o.deepCopy()
 	obj.status().Marked = marked
-	if err := r.Client.Status().Patch(ctx, obj.unwrap(), client.MergeFromWithOptions(base.unwrap(), client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := reconciler.PatchStatus(ctx, r.Client, obj.unwrap(), o.unwrap()); err != nil {
 		return fmt.Errorf("recording the kinds %s marks in its status: %w", klog.KObj(o), err)
 	}
 	o.SetResourceVersion(obj.GetResourceVersion())

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -60,12 +61,17 @@ type markersReconciler struct {
 	liens []*Reconciler
 }
 
-// Reconcile does the one job req asks for; an error retries with back-off.
+// Reconcile does the one job req asks for; an error retries with
+// back-off, a conflict (editMarkers lost every try to someone else's
+// write) requeues quietly.
 func (r *markersReconciler) Reconcile(ctx context.Context, req markerRequest) (reconcile.Result, error) {
+	var err error
 	if req.lien != "" {
-		return reconcile.Result{}, r.releaseStrays(ctx, req.lien)
+		err = r.releaseStrays(ctx, req.lien)
+	} else {
+		err = r.repair(ctx, req.object)
 	}
-	return reconcile.Result{}, r.repair(ctx, req.object)
+	return reconciler.RequeueOnConflict(reconcile.Result{}, err)
 }
 
 // handOver is the markers controller's source: the lien controllers' map

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/reconciler"
+	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
 // TestStatusWriteOnce is an error path (a fake client: a real API server
@@ -38,7 +40,7 @@ func TestStatusWriteOnce(t *testing.T) {
 	}{
 		{"written", nil, "", reconcile.Result{RequeueAfter: resync}, true},
 		{"refused", apierrors.NewInternalError(errors.New("etcd is unavailable")), "writing the status of Lien app/web", reconcile.Result{}, false},
-		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed")), "", reconcile.Result{RequeueAfter: time.Second}, false},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed")), "", reconcile.Result{RequeueAfter: reconciler.ConflictRetry}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -156,7 +158,7 @@ func TestNoResultWithAnError(t *testing.T) {
 		reconcile error // what the reconcile itself returned
 		wantRes   reconcile.Result
 	}{
-		{"reconciled", nil, reconcile.Result{RequeueAfter: time.Second}},
+		{"reconciled", nil, reconcile.Result{RequeueAfter: reconciler.ConflictRetry}},
 		{"failed", failed, reconcile.Result{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,5 +177,47 @@ func TestNoResultWithAnError(t *testing.T) {
 				t.Errorf("patchStatus result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMarkersConflictRequeuesQuietly is an error path (a fake client: a
+// real API server does not lose every write on demand): when each try of
+// editMarkers loses to someone else's write, the markers controller
+// requeues quietly, as the lien controllers do, rather than with an
+// error.
+func TestMarkersConflictRequeuesQuietly(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "a"}}
+	if _, err := lien.Set(cm, lien.Entry{Lien: lien.Key("app", "gone")}); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cm).
+		WithInterceptorFuncs(interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			patches++
+			return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "a", errors.New("changed"))
+		}}).Build()
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, apimeta.RESTScopeNamespace)
+	m := markers{Client: c, APIReader: c, Mapper: mapper, Recorder: events.NewFakeRecorder(100)}
+	r := &markersReconciler{markers: m, liens: []*Reconciler{{
+		markers:   m,
+		newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
+		watched:   map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "ConfigMap"}: true},
+	}}}
+	res, err := r.Reconcile(t.Context(), markerRequest{lien: lien.Key("app", "gone")})
+	if err != nil {
+		t.Errorf("Reconcile error %v, want none", err)
+	}
+	if diff := cmp.Diff(reconcile.Result{RequeueAfter: reconciler.ConflictRetry}, res); diff != "" {
+		t.Errorf("Reconcile result (-want +got):\n%s", diff)
+	}
+	if patches == 0 {
+		t.Error("no marker write was tried")
 	}
 }

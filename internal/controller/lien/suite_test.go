@@ -58,7 +58,7 @@ func startControllerAs(cfg *rest.Config) error {
 	if shared, err = metacache.OrNew(mgr, nil); err != nil {
 		return err
 	}
-	if err := Setup(mgr, Options{Cache: shared}); err != nil {
+	if _, err := Setup(mgr, Options{Cache: shared}); err != nil {
 		return err
 	}
 	s, err := testenv.StartManager(mgr)
