@@ -25,8 +25,16 @@ import (
 // waitCondition waits until the lien's condition has status and reason.
 func waitCondition(t *testing.T, obj client.Object, st *v1alpha1.LienStatus, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	t.Helper()
+	return waitConditionWithin(t, 30*time.Second, obj, st, typ, status, reason)
+}
+
+// waitConditionWithin is waitCondition with its own time limit, for a lien
+// queued behind many others of its namespace (they are reconciled one at a
+// time).
+func waitConditionWithin(t *testing.T, limit time.Duration, obj client.Object, st *v1alpha1.LienStatus, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
 	var c *metav1.Condition
-	eventually(t, 30*time.Second, typ+"="+string(status)+" ("+reason+") on "+obj.GetName(), func(ctx context.Context) (bool, error) {
+	eventually(t, limit, typ+"="+string(status)+" ("+reason+") on "+obj.GetName(), func(ctx context.Context) (bool, error) {
 		if err := k.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return false, err
 		}
