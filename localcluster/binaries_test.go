@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -125,7 +124,7 @@ func TestEachVersionIsCachedApart(t *testing.T) {
 	cache := t.TempDir()
 	seen := map[string]string{}
 	for _, v := range versions {
-		dir, err := versionCacheDir(context.Background(), v, cache)
+		dir, err := versionCacheDir(t.Context(), v, cache)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +135,7 @@ func TestEachVersionIsCachedApart(t *testing.T) {
 			t.Errorf("%s and %s share the cache directory %s", other, v.Kubernetes, dir)
 		}
 		seen[dir] = v.Kubernetes
-		again, err := versionCacheDir(context.Background(), v, cache)
+		again, err := versionCacheDir(t.Context(), v, cache)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +169,7 @@ func TestCacheKeyFollowsPinsGoAndLDFlags(t *testing.T) {
 func TestEnsureBinariesRefusesAnUnknownVersion(t *testing.T) {
 	t.Setenv(VersionEnv, "v1.29.0")
 	cache := t.TempDir()
-	_, err := EnsureBinaries(context.Background(), cache, nil)
+	_, err := EnsureBinaries(t.Context(), cache, nil)
 	if err == nil || !strings.Contains(err.Error(), VersionEnv) {
 		t.Fatalf("EnsureBinaries with %s=v1.29.0: err %v, want one naming %s", VersionEnv, err, VersionEnv)
 	}

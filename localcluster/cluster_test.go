@@ -70,7 +70,7 @@ func clients(t *testing.T) (*kubernetes.Clientset, *dynamic.DynamicClient) {
 
 func namespace(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(context.Background(),
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 // eventually polls cond every 100ms for up to a minute.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, cond)
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, cond)
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
@@ -115,7 +115,7 @@ func TestAdminUsesClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cs.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	_, err = cs.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
 		t.Fatalf("anonymous list of namespaces: got %v, want Forbidden or Unauthorized (RBAC in force)", err)
 	}
@@ -123,7 +123,7 @@ func TestAdminUsesClientCertificate(t *testing.T) {
 
 func TestGarbageCollectorDeletesDependentOfDeletedOwner(t *testing.T) {
 	cs, _ := clients(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, cs)
 	owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -166,7 +166,7 @@ var widgets = schema.GroupVersionResource{Group: "test.teardown.dev", Version: "
 
 func TestNamespaceDeletionRemovesEverythingInIt(t *testing.T) {
 	cs, dyn := clients(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	if _, err := crds.Create(ctx, widgetCRD, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestNamespaceDeletionRemovesEverythingInIt(t *testing.T) {
 
 func TestForeignFinalizerKeepsNamespaceTerminating(t *testing.T) {
 	cs, _ := clients(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, cs)
 	const finalizer = "example.com/nobody-removes-this"
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -261,7 +261,7 @@ func TestForeignFinalizerKeepsNamespaceTerminating(t *testing.T) {
 
 func TestValidatingAdmissionPolicyDeniesDelete(t *testing.T) {
 	cs, _ := clients(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, cs)
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-deny-delete-" + ns},

@@ -95,7 +95,7 @@ func writeServingPair(t *testing.T, dir, ns, name string) []byte {
 
 func service(t *testing.T, cs kubernetes.Interface, ns, name string) *corev1.Service {
 	t.Helper()
-	svc, err := cs.CoreV1().Services(ns).Create(context.Background(), &corev1.Service{
+	svc, err := cs.CoreV1().Services(ns).Create(t.Context(), &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}, Selector: map[string]string{"app": name}},
 	}, metav1.CreateOptions{})
@@ -109,7 +109,7 @@ func service(t *testing.T, cs kubernetes.Interface, ns, name string) *corev1.Ser
 // of ConfigMaps in namespace ns.
 func failClosedWebhook(t *testing.T, cs kubernetes.Interface, name, ns string, client admissionregv1.WebhookClientConfig) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	fail, none := admissionregv1.Fail, admissionregv1.SideEffectClassNone
 	timeout := int32(5)
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregv1.ValidatingWebhookConfiguration{
@@ -128,7 +128,7 @@ func failClosedWebhook(t *testing.T, cs kubernetes.Interface, name, ns string, c
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
 	})
 }
 
@@ -136,7 +136,7 @@ func failClosedWebhook(t *testing.T, cs kubernetes.Interface, name, ns string, c
 // why that was refused (failing the test if it was not).
 func deleteRefusal(t *testing.T, cs kubernetes.Interface, ns string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "guarded-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestAggregatedAPIWithoutServerIsUnavailableLocally(t *testing.T) {
 	// kube-apiserver calls an APIService's Service only once it has an
 	// endpoint; it then dials the ClusterIP, never the endpoint's address
 	// (TEST-NET-1, routed nowhere).
-	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(context.Background(), &discoveryv1.EndpointSlice{
+	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(t.Context(), &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: "api", Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}}},
@@ -228,7 +228,7 @@ func TestAggregatedAPIWithoutServerIsUnavailableLocally(t *testing.T) {
 	}
 	apiservices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 	name := "v1." + ns + ".example.com"
-	if _, err := apiservices.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+	if _, err := apiservices.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
@@ -242,7 +242,7 @@ func TestAggregatedAPIWithoutServerIsUnavailableLocally(t *testing.T) {
 	t.Cleanup(func() { _ = apiservices.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	want := fmt.Sprintf("no local server for Service %s/api port 443", ns)
 	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		obj, err := apiservices.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -267,7 +267,7 @@ func TestConversionWebhookWithoutServerFailsLocally(t *testing.T) {
 	cs, dyn := clients(t)
 	ns := namespace(t, cs)
 	service(t, cs, ns, "convert")
-	ctx := context.Background()
+	ctx := t.Context()
 	group := ns + ".example.com"
 	version := func(name string, storage bool) map[string]any {
 		return map[string]any{"name": name, "served": true, "storage": storage, "schema": map[string]any{

@@ -3,7 +3,6 @@
 package localcluster_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +17,7 @@ import (
 // controller-manager restart (Restart itself probes it).
 func TestRestartComponents(t *testing.T) {
 	cs, _ := clients(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, cs)
 	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func TestKilledOwnerTakesComponentsAlongAndNextStartSweeps(t *testing.T) {
 	assertNothingLeft(t, r, false) // SIGKILL leaves no chance to remove the directory...
 
 	// ...so the next Start removes it.
-	c, err := localcluster.Start(context.Background(), localcluster.Options{})
+	c, err := localcluster.Start(t.Context(), localcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

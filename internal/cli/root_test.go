@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -77,7 +76,7 @@ func TestExitCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := Main(context.Background(), append([]string{"teardown"}, tt.args...), &out, &errOut)
+			code := Main(t.Context(), append([]string{"teardown"}, tt.args...), &out, &errOut)
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tt.wantCode, errOut.String())
 			}
@@ -103,7 +102,7 @@ func TestExitCodes(t *testing.T) {
 
 func TestKubectlPluginName(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := Main(context.Background(), []string{"/usr/local/bin/kubectl-teardown", "--help"}, &out, &errOut)
+	code := Main(t.Context(), []string{"/usr/local/bin/kubectl-teardown", "--help"}, &out, &errOut)
 	if code != cmdutil.ExitOK {
 		t.Fatalf("exit code %d, stderr %q", code, errOut.String())
 	}
@@ -111,7 +110,7 @@ func TestKubectlPluginName(t *testing.T) {
 		t.Errorf("help as a kubectl plugin should show `kubectl teardown [command]`, got:\n%s", out.String())
 	}
 	errOut.Reset()
-	code = Main(context.Background(), []string{"kubectl-teardown", "frobnicate"}, &out, &errOut)
+	code = Main(t.Context(), []string{"kubectl-teardown", "frobnicate"}, &out, &errOut)
 	if code != cmdutil.ExitUsage || !strings.HasPrefix(errOut.String(), "kubectl teardown: ") {
 		t.Errorf("usage error as a plugin: code %d, stderr %q", code, errOut.String())
 	}

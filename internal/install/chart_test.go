@@ -33,6 +33,7 @@ import (
 	"github.com/teardown-dev/teardown/internal/cli/doctor/doctortest"
 	"github.com/teardown-dev/teardown/internal/helmcli"
 	"github.com/teardown-dev/teardown/internal/install"
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -44,24 +45,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		cache, err := localcluster.DefaultCacheDir()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if helms, err = doctortest.EnsureHelms(context.Background(), cache); err != nil {
-			fmt.Fprintln(os.Stderr, "building helm:", err)
-			return 1
-		}
-		if cluster, err = localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cluster.Stop()
-		return m.Run()
-	}()
-	os.Exit(code)
+	cache, err := localcluster.DefaultCacheDir()
+	if err == nil {
+		helms, err = doctortest.EnsureHelms(context.Background(), cache)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building helm:", err)
+		os.Exit(1)
+	}
+	testenv.ClusterMain(m, func(c *localcluster.Cluster) { cluster = c })
 }
 
 // repoRoot is the checkout this test file lives in.
@@ -229,7 +221,7 @@ func TestChartInstallsEnforcesAndUninstallsClean(t *testing.T) {
 }
 
 func chartInstallsEnforcesAndUninstallsClean(t *testing.T, helm string) {
-	ctx := context.Background()
+	ctx := t.Context()
 	kubeconfig := cluster.KubeconfigPath()
 	cs, err := kubernetes.NewForConfig(cluster.RESTConfig())
 	if err != nil {

@@ -3,7 +3,6 @@
 package install_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ import (
 // loses both when teardown is uninstalled, so it can still be deleted;
 // --dry-run changes nothing.
 func TestUninstallReleasesOwners(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg := cluster.RESTConfig()
 	if err := install.Apply(ctx, cfg, install.Options{}, t.Output()); err != nil {
 		t.Fatal(err)

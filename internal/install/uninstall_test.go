@@ -31,7 +31,7 @@ import (
 func teardown(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cli.Main(context.Background(), append([]string{"teardown", "--kubeconfig", cluster.KubeconfigPath()}, args...), &out, &errOut)
+	code := cli.Main(t.Context(), append([]string{"teardown", "--kubeconfig", cluster.KubeconfigPath()}, args...), &out, &errOut)
 	t.Logf("$ teardown %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
 	return code, out.String(), errOut.String()
 }
@@ -41,7 +41,7 @@ func teardown(t *testing.T, args ...string) (int, string, string) {
 // DELETE of it.
 func keptConfigMap(t *testing.T, cs kubernetes.Interface) (*corev1.ConfigMap, func() error) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	cms := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	// Only the controller may create an object with the lien markers.
 	asController := cluster.RESTConfig()
@@ -87,7 +87,7 @@ func liveObjects(t *testing.T, dyn dynamic.Interface) map[string]bool {
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: plurals[gvk.Kind]}
-		_, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Get(context.Background(), u.GetName(), metav1.GetOptions{})
+		_, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Get(t.Context(), u.GetName(), metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("reading %s/%s: %v", gvk.Kind, u.GetName(), err)
 		}
@@ -128,7 +128,7 @@ func livePolicies(ctx context.Context, cs kubernetes.Interface) []string {
 // gone, a second run is fine, and --crds (refused while a Lien exists)
 // deletes the CRDs.
 func TestUninstallDeletesThePoliciesFirst(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg := cluster.RESTConfig()
 	if err := install.Apply(ctx, cfg, install.Options{ControllerImage: "teardown:test"}, t.Output()); err != nil {
 		t.Fatal(err)

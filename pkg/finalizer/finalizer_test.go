@@ -36,14 +36,14 @@ func TestAddsMissingFinalizersInOrderKeepingOthers(t *testing.T) {
 	s := &steps{}
 	fs := Finalizers{s.finalizer("a/webhooks"), s.finalizer("a/networks")}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"other/x", "a/networks"}}}
-	res, err := fs.Apply(context.Background(), obj)
+	res, err := fs.Apply(t.Context(), obj)
 	if err != nil || !res.Changed {
 		t.Fatalf("Apply: %+v, %v", res, err)
 	}
 	if diff := cmp.Diff([]string{"other/x", "a/networks", "a/webhooks"}, obj.Finalizers); diff != "" {
 		t.Errorf("finalizers (-want +got):\n%s", diff)
 	}
-	if res, _ := fs.Apply(context.Background(), obj); res.Changed {
+	if res, _ := fs.Apply(t.Context(), obj); res.Changed {
 		t.Error("a second Apply changed the object")
 	}
 	if len(s.ran) != 0 {
@@ -76,7 +76,7 @@ func TestRunsInOrderStoppingAtTheFirstNotDone(t *testing.T) {
 			s := &steps{ready: tt.ready, fail: tt.fail}
 			fs := Finalizers{s.finalizer("1"), s.finalizer("2"), s.finalizer("3")}
 			obj := deleting(tt.present...)
-			res, err := fs.Apply(context.Background(), obj)
+			res, err := fs.Apply(t.Context(), obj)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("error %v, want error %v", err, tt.wantErr)
 			}
@@ -100,7 +100,7 @@ func TestInvalidListsAreRefused(t *testing.T) {
 		"no func":   {{Name: "a"}},
 		"duplicate": {s.finalizer("a"), s.finalizer("a")},
 	} {
-		if _, err := fs.Apply(context.Background(), deleting("a")); err == nil {
+		if _, err := fs.Apply(t.Context(), deleting("a")); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

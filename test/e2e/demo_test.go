@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"regexp"
 	"strings"
@@ -68,7 +67,7 @@ func TestDemoScenarios(t *testing.T) {
 			if s == nil {
 				t.Fatalf("scenario %s is not in demo.Scenarios", tt.scenario)
 			}
-			o, err := s.Run(context.Background(), env)
+			o, err := s.Run(t.Context(), env)
 			t.Log("\n" + out.String())
 			if err != nil {
 				t.Fatal(err)

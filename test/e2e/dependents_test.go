@@ -30,7 +30,7 @@ func TestDemoCrossScopeOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel() // stops the controllers StartTeardown started
 	o, err := s.Run(ctx, env)
 	t.Log("\n" + out.String() + "   => " + o.Summary)

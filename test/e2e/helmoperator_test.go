@@ -48,13 +48,13 @@ var fooResource = schema.GroupVersionResource{Group: "example.com", Version: "v1
 func TestHelmOperatorNamespaceDeletionOrphans(t *testing.T) {
 	const ns, foo, attemptsForTheRace = "foohome", "myfoo", 8
 	role := ns + "-" + foo + "-foo"
-	ctx := context.Background()
+	ctx := t.Context()
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	bin := buildHelmOperator(t)
 	installFooCRD(t)
 	op := startHelmOperator(t, bin)
 	t.Cleanup(func() {
-		if err := kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := kube.RbacV1().ClusterRoles().Delete(context.WithoutCancel(ctx), role, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("cleaning up clusterrole/%s: %v", role, err)
 		}
 	})
@@ -101,7 +101,7 @@ func buildHelmOperator(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := helmoperator.Build(context.Background(), helmOperatorDir, cache, os.Stderr)
+	bin, err := helmoperator.Build(t.Context(), helmOperatorDir, cache, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func buildHelmOperator(t *testing.T) string {
 // config/crd.yaml, waits until it serves, and deletes it at the end.
 func installFooCRD(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	crd, err := helmoperator.CRD(helmOperatorDir)
 	if err != nil {
 		t.Fatal(err)
@@ -132,11 +132,11 @@ func installFooCRD(t *testing.T) {
 		t.Fatalf("creating CRD %s: %v", crd.Name, err)
 	}
 	t.Cleanup(func() {
-		if err := crds.Delete(ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+		if err := crds.Delete(context.WithoutCancel(ctx), crd.Name, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("deleting CRD %s: %v", crd.Name, err)
 			return
 		}
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(context.WithoutCancel(ctx), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
@@ -165,7 +165,7 @@ func installFooCRD(t *testing.T) {
 // is deleted at the end if the test did not.
 func createFoo(t *testing.T, ns, name string, spec map[string]any) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	namespaces := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces()
 	if _, err := namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
@@ -173,13 +173,13 @@ func createFoo(t *testing.T, ns, name string, spec map[string]any) {
 	// Registered after startHelmOperator's cleanup, so it runs first: a
 	// test that stopped early leaves no Foo whose finalizer nobody runs.
 	t.Cleanup(func() {
-		if err := namespaces.Delete(ctx, ns, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+		if err := namespaces.Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
 			return
 		} else if err != nil {
 			t.Errorf("cleaning up namespace %s: %v", ns, err)
 			return
 		}
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(context.WithoutCancel(ctx), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
@@ -230,7 +230,7 @@ func startHelmOperatorWith(t *testing.T, bin, kubeconfig string) *helmOperator {
 // operator exits meanwhile.
 func (op *helmOperator) poll(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
-	if err := op.Poll(context.Background(), timeout, what, cond); err != nil {
+	if err := op.Poll(t.Context(), timeout, what, cond); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -241,7 +241,7 @@ func (op *helmOperator) deleteNamespace(t *testing.T, ns string) time.Duration {
 	t.Helper()
 	namespaces := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces()
 	started := time.Now()
-	if err := namespaces.Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+	if err := namespaces.Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting namespace %s: %v", ns, err)
 	}
 	op.poll(t, 3*time.Minute, "namespace "+ns+" to be gone", func(ctx context.Context) (bool, error) {
@@ -255,7 +255,7 @@ func (op *helmOperator) deleteNamespace(t *testing.T, ns string) time.Duration {
 // as deployed and the release's ClusterRoles exist.
 func (op *helmOperator) waitDeployed(t *testing.T, ns, name string, revision int, roles ...string) {
 	t.Helper()
-	if err := op.WaitDeployed(context.Background(), kubernetes.NewForConfigOrDie(cfg), ns, name, revision, roles...); err != nil {
+	if err := op.WaitDeployed(t.Context(), kubernetes.NewForConfigOrDie(cfg), ns, name, revision, roles...); err != nil {
 		t.Fatal(err)
 	}
 }

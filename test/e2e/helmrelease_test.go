@@ -212,7 +212,7 @@ func helmReleaseUnderLien(ctx context.Context, t *testing.T, k client.Client, ve
 // only while they run), and returns a client as the admin.
 func startTeardown(t *testing.T) (context.Context, client.Client) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // not t.Context(): it ends before the cleanups
 	t.Cleanup(cancel)
 	env, err := demo.NewEnv(cfg, io.Discard)
 	if err != nil {
@@ -240,7 +240,7 @@ func ensureHelmVersion(t *testing.T, version string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm, err := helmcli.EnsureVersion(context.Background(), cache, version, os.Stderr)
+	helm, err := helmcli.EnsureVersion(t.Context(), cache, version, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

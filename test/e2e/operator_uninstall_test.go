@@ -459,7 +459,7 @@ func (op *widgetOperator) records(t *testing.T) []record {
 // operator exits meanwhile.
 func (op *widgetOperator) poll(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-op.exited:
 			return false, fmt.Errorf("the operator exited: %w", op.waitErr)
@@ -476,7 +476,7 @@ func (op *widgetOperator) poll(t *testing.T, timeout time.Duration, what string,
 // cond (the operator may have exited).
 func (op *widgetOperator) pollRecords(t *testing.T, timeout time.Duration, what string, cond func([]record) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return cond(op.records(t)), nil
 	})
 	if err != nil {

@@ -3,13 +3,11 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/teardown-dev/teardown/internal/testenv"
 	"github.com/teardown-dev/teardown/localcluster"
 )
 
@@ -17,16 +15,5 @@ import (
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
-	c, err := localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c.RESTConfig()
-	code := m.Run()
-	if err := c.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
-		code = 1
-	}
-	os.Exit(code)
+	testenv.ClusterMain(m, func(c *localcluster.Cluster) { cfg = c.RESTConfig() })
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
@@ -33,7 +32,7 @@ func TestDemoWhyStuckNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := s.Run(context.Background(), env)
+	o, err := s.Run(t.Context(), env)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +53,7 @@ func TestDemoWhyStuckNamespace(t *testing.T) {
 	if !strings.Contains(o.Summary, "STUCK Terminating") {
 		t.Errorf("summary %q", o.Summary)
 	}
-	if _, err := env.Kube.CoreV1().Namespaces().Get(context.Background(), "stuckhome", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := env.Kube.CoreV1().Namespaces().Get(t.Context(), "stuckhome", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the scenario did not clean up namespace stuckhome: %v", err)
 	}
 }

@@ -54,7 +54,7 @@ func lienEntries(ctx context.Context, obj client.Object) ([]lien.Entry, error) {
 // protects all three: the poisoned markers are rewritten from the liens
 // that exist, and the editor can delete none of them.
 func TestPoisonedMarkersDoNotStopTheController(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "poison")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	web := map[string]string{"app": "web"}
@@ -96,7 +96,7 @@ func TestPoisonedMarkersDoNotStopTheController(t *testing.T) {
 // Gadget, the CRD carries the lien's markers and its DELETE is refused —
 // even for the cluster admin — naming the lien and the Gadget.
 func TestCRDOfAProtectedObjectCannotBeDeleted(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "gadgets")
 	def := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.security.example.com"},
@@ -158,7 +158,7 @@ func TestCRDOfAProtectedObjectCannotBeDeleted(t *testing.T) {
 // cycle), would keep their namespace Terminating for ever. Deleting the
 // namespace releases them, and the namespace goes.
 func TestLienCycleDoesNotHangTheNamespace(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "cyc")
 	target := func(name string) v1alpha1.LienTarget {
 		return v1alpha1.LienTarget{APIVersion: "v1", Kind: "ConfigMap", Name: name}
@@ -197,7 +197,7 @@ func TestLienCycleDoesNotHangTheNamespace(t *testing.T) {
 // 33rd lien does not protect it, says so (Ready=False, TooManyLiens,
 // naming it), and still protects its other object.
 func TestThe33rdLienDoesNotProtect(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "crowded")
 	for _, name := range []string{"crowded", "other"} {
 		if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -248,7 +248,7 @@ func TestThe33rdLienDoesNotProtect(t *testing.T) {
 // the entries from every lien the annotation named, and the ConfigMap was
 // undeletable for everyone, cluster-admin included.
 func TestForgedEntriesAreNotLaundered(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "launder")
 	elsewhere := namespace(t, "precious")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")

@@ -23,7 +23,7 @@ import (
 // Secrets but not ConfigMaps; neither may someone with update on
 // ClusterLiens turn an existing one into it.
 func TestHelmReleasesOfNeedsClusterWideDelete(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "helmof")
 	createCL := rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"clusterliens"}, Verbs: []string{"create", "get", "update"}}
 	releases := func(name string) *v1alpha1.ClusterLien {

@@ -39,7 +39,7 @@ func mayDelete(group, resource string, names ...string) rbacv1.PolicyRule {
 // ClusterRole and its ClusterRoleBinding, named after the ServiceAccount).
 func clusterRights(t *testing.T, id identity, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	parts := strings.Split(id.User, ":") // system:serviceaccount:NS:NAME
 	ns, name := parts[2], parts[3]
 	crName := "security-" + ns + "-" + name
@@ -98,7 +98,7 @@ func secretLien(ns, name, secret string) *v1alpha1.Lien {
 // undeletable; one with the built-in edit role may protect a Secret of its
 // namespace; system:masters may protect anything.
 func TestLienWithoutRightsIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "shared")
 	maker := serviceAccount(t, ns, "lien-maker", lienRights)
 	waitAllowed(t, maker, "create", liensGR, ns, "")
@@ -156,7 +156,7 @@ func TestLienWithoutRightsIsRefused(t *testing.T) {
 // if it protected ConfigMaps. (For other groups the controller refuses a
 // resource that is not the kind's: InvalidTarget.)
 func TestResourceCannotPointTheCheckElsewhere(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "elsewhere")
 	id := serviceAccount(t, ns, "configmap-deleter", append(slices.Clone(lienRights), mayDelete("", "configmaps")))
 	waitAllowed(t, id, "delete", schema.GroupResource{Resource: "configmaps"}, ns, "")
@@ -178,7 +178,7 @@ func TestResourceCannotPointTheCheckElsewhere(t *testing.T) {
 // about 28 authorization checks per policy binding, so two policies share
 // them), and the refusal names the entry.
 func TestRightsOfEveryEntryAreChecked(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "entries")
 	id := serviceAccount(t, ns, "secrets-only", append(slices.Clone(lienRights), mayDelete("", "secrets")))
 	waitAllowed(t, id, "delete", schema.GroupResource{Resource: "secrets"}, ns, "")
@@ -207,7 +207,7 @@ func TestRightsOfEveryEntryAreChecked(t *testing.T) {
 // entries already there are not (the controller, which writes the status
 // and the finalizer, is not the creator).
 func TestUpdatesThatKeepProtectAreNotChecked(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "updates")
 	l := secretLien(ns, "admins", "db")
 	if err := admin.Create(ctx, l); err != nil {
@@ -254,7 +254,7 @@ func TestUpdatesThatKeepProtectAreNotChecked(t *testing.T) {
 // TestALienThatProtectsItselfIsRefused is the row: no lien may
 // protect a Lien, a ClusterLien or a Teardown, not even system:masters'.
 func TestALienThatProtectsItselfIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "selfie")
 	maker := serviceAccount(t, ns, "lien-maker", append(slices.Clone(lienRights), rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"delete"}}))
 	waitAllowed(t, maker, "create", liensGR, ns, "")
@@ -291,7 +291,7 @@ func TestALienThatProtectsItselfIsRefused(t *testing.T) {
 // selector {} on the kind of the other side. Selectors with labels, and
 // cycles through other liens, are not visible at admission (docs/liens.md).
 func TestALienHeldByWhatItProtectsIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "cyc")
 	cm := func(name string) v1alpha1.LienTarget {
 		return v1alpha1.LienTarget{APIVersion: "v1", Kind: "ConfigMap", Name: name}
@@ -349,7 +349,7 @@ func TestALienHeldByWhatItProtectsIsRefused(t *testing.T) {
 // and bindings, and the Trust they read, cannot be protected by anyone:
 // uninstalling teardown deletes them, a lien could hold them.
 func TestTeardownsOwnObjectsCannotBeProtected(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clusterLien := func(targets ...v1alpha1.ClusterLienTarget) *v1alpha1.ClusterLien {
 		return &v1alpha1.ClusterLien{
 			ObjectMeta: metav1.ObjectMeta{Name: "teardowns-own"},
@@ -445,7 +445,7 @@ type served struct {
 // the package installed are left out: their plurals are theirs).
 func servedKinds(t *testing.T) []served {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := admin.List(ctx, crds); err != nil {
 		t.Fatal(err)
@@ -476,7 +476,7 @@ func servedKinds(t *testing.T) []served {
 // A kind with an irregular plural needs resource; a wrong guess is
 // refused, never accepted.
 func TestRightsGuessEveryServedResource(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, c := range pluralCRDs {
 		crd := pluralCRD(c.kind, c.plural, c.cluster)
 		if err := admin.Create(ctx, crd); err != nil {
@@ -574,7 +574,7 @@ func TestRightsGuessEveryServedResource(t *testing.T) {
 // content (the holders) and the lien is released; a Deny lien refuses the
 // namespace's DELETE until its holders are gone.
 func TestAClusterLienOnANamespaceHeldFromInsideIsReleased(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "inside")
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"}}
 	if err := admin.Create(ctx, holder); err != nil {
@@ -617,7 +617,7 @@ func TestAClusterLienOnANamespaceHeldFromInsideIsReleased(t *testing.T) {
 // resource), the Cactus carries no marker and whoever may delete it does.
 // The controller used the real plural, and the Cactus became undeletable.
 func TestGuessedPluralCannotProtectAnotherResource(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const group = "cacti.security.teardown.test"
 	crd := pluralCRD("Cactus", "cacti", false)
 	crd.Name, crd.Spec.Group = "cacti."+group, group

@@ -26,7 +26,7 @@ import (
 // Role and RoleBinding made by the admin).
 func grant(t *testing.T, ns, name, user string, rules []rbacv1.PolicyRule) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	saNS, saName, _ := strings.Cut(strings.TrimPrefix(user, "system:serviceaccount:"), ":")
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}
 	binding := &rbacv1.RoleBinding{
@@ -48,7 +48,7 @@ func ownerConfigMap(t *testing.T, ns, name string, policy dependents.Policy) *co
 	if policy != "" {
 		cm.Labels = map[string]string{dependents.PolicyLabel: string(policy)}
 	}
-	if err := admin.Create(context.Background(), cm); err != nil {
+	if err := admin.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
@@ -82,7 +82,7 @@ func waitGone(t *testing.T, what string, obj client.Object) {
 // with a message that names the link, the verb, the resource and the
 // namespace. The owner then deletes normally.
 func TestOwnerLinkSquattingIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gc, evil := namespace(t, "gc"), namespace(t, "evil")
 	owner := ownerConfigMap(t, gc, "owner-x", dependents.PolicyForeground)
 	squatter := serviceAccount(t, evil, "squatter", []rbacv1.PolicyRule{
@@ -139,7 +139,7 @@ func TestOwnerLinkSquattingIsRefused(t *testing.T) {
 // may link to it, and the Foreground owner then waits for (and teardown
 // deletes) its dependent; removing a link needs no right on the owner.
 func TestOwnerLinkNeedsUpdateOnTheOwner(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gc, app := namespace(t, "gc"), namespace(t, "app")
 	owner := ownerConfigMap(t, gc, "owner-y", dependents.PolicyForeground)
 	other := ownerConfigMap(t, gc, "owner-z", "")
@@ -186,7 +186,7 @@ func TestOwnerLinkNeedsUpdateOnTheOwner(t *testing.T) {
 // added in one write), in the form pkg/dependents writes, each uid once;
 // refused with a message saying which rule.
 func TestOwnerLinksAreBounded(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "bounded")
 	writer := serviceAccount(t, ns, "writer", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch"}},
@@ -248,7 +248,7 @@ func TestOwnerLinksAreBounded(t *testing.T) {
 // index 19 among 20 (past the first policy's 16 checks), is refused by
 // name.
 func TestEveryAddedLinkIsChecked(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gc, app := namespace(t, "gc"), namespace(t, "app")
 	writer := serviceAccount(t, app, "writer", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch"}},
@@ -297,7 +297,7 @@ func TestEveryAddedLinkIsChecked(t *testing.T) {
 // Dependents were indexed by the owner's UID alone, so the victim was held
 // and stayed Terminating, waiting for a dependent the tenant's lien kept.
 func TestALinkInTheWrongScopeHoldsNoOwner(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	victim, evil := namespace(t, "victim"), namespace(t, "evil")
 	tenant := serviceAccount(t, evil, "tenant", nil, "cluster-admin")
 	ns := &corev1.Namespace{}

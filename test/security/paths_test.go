@@ -40,7 +40,7 @@ var statusRights = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []s
 // each of them. It returns the lien's name as the markers name it.
 func underLien(t *testing.T, mode v1alpha1.LienMode, objs ...client.Object) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := objs[0].GetNamespace()
 	l := &v1alpha1.Lien{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(string(mode)) + "-" + objs[0].GetName()},
@@ -74,7 +74,7 @@ func underLien(t *testing.T, mode v1alpha1.LienMode, objs ...client.Object) stri
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
-		if err := admin.Create(context.Background(), o); err != nil {
+		if err := admin.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func create(t *testing.T, objs ...client.Object) {
 // want and an annotation naming lienName.
 func stillMarked(t *testing.T, obj client.Object, want, lienName string) {
 	t.Helper()
-	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatalf("%s: %v", obj.GetName(), err)
 	}
 	if got := obj.GetLabels()[lien.Label]; got != want {
@@ -145,7 +145,7 @@ func defaultServiceAccount(t *testing.T, ns string) {
 // leaves the markers alone is accepted. The editor, who has no status
 // rights, is refused by RBAC; through the main resource, by the policy.
 func TestStatusSubresourceCannotStripTheMarkers(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "status")
 	writer := serviceAccount(t, ns, "status-writer", statusRights)
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
@@ -182,7 +182,7 @@ func TestStatusSubresourceCannotStripTheMarkers(t *testing.T) {
 // finalizers through deployments/status is refused, with the controller
 // running and with it down, and the Deployment stays.
 func TestDeferFinalizerCannotBeRemovedThroughStatus(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "finalizer")
 	writer := serviceAccount(t, ns, "status-writer", statusRights)
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
@@ -215,7 +215,7 @@ func TestDeferFinalizerCannotBeRemovedThroughStatus(t *testing.T) {
 // it: the editor scales a Deny-protected Deployment, and it keeps its
 // markers.
 func TestScaleOfAProtectedDeploymentStillWorks(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "scale")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	web := deployment(ns, "web")
@@ -241,7 +241,7 @@ func TestScaleOfAProtectedDeploymentStillWorks(t *testing.T) {
 // refused, with the controller running and with it down. The same objects
 // without the markers are created.
 func TestMarkersCannotBeForgedAtCreate(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "forged")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	forged := `[{"lien":"` + ns + `/never-existed","reason":"forged"}]`
@@ -284,7 +284,7 @@ func TestMarkersCannotBeForgedAtCreate(t *testing.T) {
 // overwrite a Deny-protected pod's, is refused; the same Binding without
 // it binds the pod, whose markers stay.
 func TestBindingCannotRelabelAPod(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "binding")
 	defaultServiceAccount(t, ns)
 	binder := serviceAccount(t, ns, "binder", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/binding"}, Verbs: []string{"create"}}})
@@ -320,7 +320,7 @@ func entries(ns string, n int) string {
 // lowers the count is too. Inside kube-apiserver: the controller is down,
 // so that nothing but the requests below writes the object.
 func TestAtMost32LiensPerObject(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "many")
 	cm := func(name string, n int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
@@ -355,7 +355,7 @@ func TestAtMost32LiensPerObject(t *testing.T) {
 // is accepted (the pod goes), and that of a pod under a Defer lien too,
 // while its finalizer keeps it.
 func TestEvictionOfADenyProtectedPodIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "evict")
 	defaultServiceAccount(t, ns)
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
@@ -410,7 +410,7 @@ func TestEvictionOfADenyProtectedPodIsRefused(t *testing.T) {
 // are deleted; its single delete-collection worker stops at the refusal,
 // so those listed after it are left for a later request.
 func TestDeleteCollectionSparesProtectedObjects(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "collection")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	set := map[string]string{"set": "x"}
@@ -436,7 +436,7 @@ func TestDeleteCollectionSparesProtectedObjects(t *testing.T) {
 // itself the label's only manager (managedFields are writable), applies it
 // without the label, which would remove it: both refused.
 func TestServerSideApplyCannotRemoveTheLabel(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "apply")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
@@ -467,7 +467,7 @@ func TestServerSideApplyCannotRemoveTheLabel(t *testing.T) {
 // down: dry-run cannot be used to probe past the policy, nor mistaken for
 // "it would go".
 func TestDryRunDeleteIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "dryrun")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
@@ -487,7 +487,7 @@ func TestDryRunDeleteIsRefused(t *testing.T) {
 // group, to strip a protected object's label; kube-apiserver refuses the
 // impersonation itself (edit grants no impersonate).
 func TestImpersonatingTheControllerIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "impersonate")
 	serviceAccount(t, ns, "editor", nil, "edit")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
@@ -524,7 +524,7 @@ func TestImpersonatingTheControllerIsRefused(t *testing.T) {
 // the cluster-scoped Trust teardown; the editor of an application
 // namespace can neither change it nor read it.
 func TestPolicyParametersAreOutsideTheEditorsReach(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "params")
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
 	params := &v1alpha1.Trust{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.TrustName}}
@@ -546,7 +546,7 @@ func TestPolicyParametersAreOutsideTheEditorsReach(t *testing.T) {
 // policy. (The tamper policy's ConfigMap informer does not:
 // docs/security.md, "Where Kubernetes gives no hook".)
 func TestEvictionPolicySeesNewPodsAfterReinstall(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "reinstall")
 	defaultServiceAccount(t, ns)
 	editor := serviceAccount(t, ns, "editor", nil, "edit")
@@ -587,7 +587,7 @@ func TestEvictionPolicySeesNewPodsAfterReinstall(t *testing.T) {
 // old parameters until it restarted). A user trusted by a reinstall may
 // write the lien markers at once, and no longer once the Trust drops them.
 func TestTrustChangesAreSeenAfterReinstall(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "trust")
 	operator := serviceAccount(t, ns, "operator", nil, "edit")
 	user := "system:serviceaccount:" + ns + ":operator"

@@ -4,7 +4,6 @@ package security
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io/fs"
 	"iter"
@@ -163,7 +162,7 @@ func yamlStrings(v any) []string {
 // name it at all: each is refused at admission, the refusal naming the
 // field and saying why.
 func TestWrongScopeIsRefusedAtAdmission(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	evil := namespace(t, "evil-scope")
 	tenant := serviceAccount(t, evil, "tenant", nil, "cluster-admin")
 	kinds := builtinClusterScoped(t)

@@ -74,7 +74,7 @@ func withControllersDown(t *testing.T, f func()) {
 func namespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := admin.Create(context.Background(), ns); err != nil {
+	if err := admin.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
@@ -95,7 +95,7 @@ type identity struct {
 // example "edit"), and returns a client that acts as it.
 func serviceAccount(t *testing.T, ns, name string, rules []rbacv1.PolicyRule, clusterRoles ...string) identity {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := admin.Create(ctx, sa); err != nil {
 		t.Fatal(err)

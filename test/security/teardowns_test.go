@@ -28,7 +28,7 @@ import (
 // create one (a plan deleting every Secret of the cluster, keeping another
 // namespace's ServiceAccount) nor change or delete one that exists.
 func TestNamespaceRolesCannotWriteTeardowns(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "plans")
 	existing := &v1alpha1.Teardown{
 		ObjectMeta: metav1.ObjectMeta{Name: "plans-" + ns},
@@ -76,7 +76,7 @@ func TestNamespaceRolesCannotWriteTeardowns(t *testing.T) {
 // verb escalate; a label or a DELETE passes. Granted escalate on one
 // Teardown by name, it writes that plan and no other.
 func TestPlanWritersNeedEscalate(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "planner")
 	id := serviceAccount(t, ns, "planner", nil)
 	clusterRights(t, id,
@@ -182,7 +182,7 @@ var (
 // to update). And the policy refuses only the namespace controller: in a
 // namespace held so, an editor's own DELETE goes through.
 func TestNamespaceRolesCannotHoldANamespacesDeletion(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "held")
 	hold := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.NamespaceHoldLabel+`":"true"}}}`))
 	var editor client.Client

@@ -75,7 +75,7 @@ func TestSoak(t *testing.T) {
 	s := &soak{t: t, rng: rand.New(rand.NewPCG(seed, 0x7ea2d0)), run: strconv.FormatUint(seed, 10), hist: NewHistory()}
 	s.tamperer = newTamperer(t)
 	t.Logf("soak: seed %d, %d operations, at most %v, faults on %.0f%% of operations", seed, ops, limit, faultRate*100)
-	ctx, stopRecorder := context.WithCancel(context.Background())
+	ctx, stopRecorder := context.WithCancel(t.Context())
 	defer stopRecorder()
 	s.record(ctx)
 	for range 3 {
@@ -118,7 +118,7 @@ func TestSoak(t *testing.T) {
 	violations = append(violations, final...)
 	// Then take away the deliberate blockers: now nothing may stay.
 	for _, b := range s.blocked {
-		_, _ = kube.CoreV1().ConfigMaps(b.ns).Patch(context.Background(), b.name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_, _ = kube.CoreV1().ConfigMaps(b.ns).Patch(t.Context(), b.name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	}
 	s.blocked = nil
 	violations = append(violations, s.converge(converge)...)
@@ -272,7 +272,7 @@ func (s *soak) op() {
 
 // fault injects one fault.
 func (s *soak) fault() {
-	ctx := context.Background()
+	ctx := s.t.Context()
 	switch n := s.rng.IntN(100); {
 	case n < 55:
 		s.kills++
@@ -309,7 +309,7 @@ func (s *soak) pickNS() string {
 
 func (s *soak) newNamespace() {
 	name := "soak-" + s.run + "-" + s.next("ns")
-	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: s.labels()}}, metav1.CreateOptions{})
+	_, err := kube.CoreV1().Namespaces().Create(s.t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: s.labels()}}, metav1.CreateOptions{})
 	if err != nil {
 		s.fail("creating namespace", err)
 		return
@@ -334,7 +334,7 @@ func (s *soak) createOwner() {
 		ls[links.PolicyLabel] = policy
 	}
 	ns := s.pickNS()
-	cm, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.next("owner"), Labels: ls}}, metav1.CreateOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(ns).Create(s.t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.next("owner"), Labels: ls}}, metav1.CreateOptions{})
 	if err != nil {
 		s.fail("creating owner", err)
 		return
@@ -362,7 +362,7 @@ func (s *soak) createDependent() {
 		}
 	}
 	d := &dependent{name: meta.Name, owners: owners}
-	ctx := context.Background()
+	ctx := s.t.Context()
 	if s.rng.IntN(2) == 0 {
 		d.kind = "ClusterRole"
 		meta.Name = "soak-" + s.run + "-" + meta.Name
@@ -398,7 +398,7 @@ func (s *soak) deleteOwner() {
 		return
 	}
 	o := live[s.rng.IntN(len(live))]
-	err := kube.CoreV1().ConfigMaps(o.ns).Delete(context.Background(), o.name, metav1.DeleteOptions{})
+	err := kube.CoreV1().ConfigMaps(o.ns).Delete(s.t.Context(), o.name, metav1.DeleteOptions{})
 	if err == nil || apierrors.IsNotFound(err) {
 		o.deleted = true
 		return
@@ -413,9 +413,9 @@ func (s *soak) deleteDependent() {
 	d := s.deps[s.rng.IntN(len(s.deps))]
 	var err error
 	if d.kind == "ClusterRole" {
-		err = kube.RbacV1().ClusterRoles().Delete(context.Background(), d.name, metav1.DeleteOptions{})
+		err = kube.RbacV1().ClusterRoles().Delete(s.t.Context(), d.name, metav1.DeleteOptions{})
 	} else {
-		err = kube.CoreV1().ConfigMaps(d.ns).Delete(context.Background(), d.name, metav1.DeleteOptions{})
+		err = kube.CoreV1().ConfigMaps(d.ns).Delete(s.t.Context(), d.name, metav1.DeleteOptions{})
 	}
 	if err == nil {
 		d.deletedByTest = true
@@ -424,7 +424,7 @@ func (s *soak) deleteDependent() {
 
 func (s *soak) createLien() {
 	ns := s.pickNS()
-	ctx := context.Background()
+	ctx := s.t.Context()
 	n := s.next("lien")
 	prot, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "prot-" + n, Labels: s.labels()}}, metav1.CreateOptions{})
 	if err != nil {
@@ -475,7 +475,7 @@ func (s *soak) deleteProtected() {
 	if l == nil {
 		return
 	}
-	_ = kube.CoreV1().ConfigMaps(l.ns).Delete(context.Background(), l.protectedName, metav1.DeleteOptions{})
+	_ = kube.CoreV1().ConfigMaps(l.ns).Delete(s.t.Context(), l.protectedName, metav1.DeleteOptions{})
 }
 
 func (s *soak) deleteHolder() {
@@ -483,7 +483,7 @@ func (s *soak) deleteHolder() {
 	if l == nil {
 		return
 	}
-	if err := kube.CoreV1().ConfigMaps(l.ns).Delete(context.Background(), l.holderName, metav1.DeleteOptions{}); err == nil {
+	if err := kube.CoreV1().ConfigMaps(l.ns).Delete(s.t.Context(), l.holderName, metav1.DeleteOptions{}); err == nil {
 		l.holderDeleted = true
 	}
 }
@@ -495,7 +495,7 @@ func (s *soak) deleteRandomLien() {
 }
 
 func (s *soak) deleteLien(l *lienM) {
-	err := dyn.Resource(gvrLien).Namespace(l.ns).Delete(context.Background(), l.name, metav1.DeleteOptions{})
+	err := dyn.Resource(gvrLien).Namespace(l.ns).Delete(s.t.Context(), l.name, metav1.DeleteOptions{})
 	if err == nil {
 		l.deleted = true
 	} else if !apierrors.IsNotFound(err) {
@@ -515,10 +515,10 @@ func (s *soak) deleteNamespace() {
 	armed := map[*planM]bool{}
 	for _, p := range s.plans {
 		if p.ns == ns && !p.triggered && !p.nsDeleted {
-			armed[p] = s.armed(context.Background(), p)
+			armed[p] = s.armed(s.t.Context(), p)
 		}
 	}
-	if err := kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().Namespaces().Delete(s.t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 		s.fail("deleting namespace", err)
 		return
 	}
@@ -563,7 +563,7 @@ func (s *soak) conflictingWrites() {
 	for i := range 3 {
 		s.conflicts++
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"soak.teardown.dev/poke":"%d-%d"}}}`, s.seq, i)
-		_, _ = kube.CoreV1().ConfigMaps(tg[0]).Patch(context.Background(), tg[1], types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, _ = kube.CoreV1().ConfigMaps(tg[0]).Patch(s.t.Context(), tg[1], types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	}
 }
 
@@ -576,7 +576,7 @@ func newTamperer(t *testing.T) kubernetes.Interface {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	as := rest.CopyConfig(cfg)
@@ -594,7 +594,7 @@ func (s *soak) tamper() {
 	if l == nil {
 		return
 	}
-	ctx := context.Background()
+	ctx := s.t.Context()
 	cm, err := kube.CoreV1().ConfigMaps(l.ns).Get(ctx, l.protectedName, metav1.GetOptions{})
 	if err != nil {
 		return
@@ -629,7 +629,7 @@ func (s *soak) tamper() {
 func (s *soak) blockedDeletion() {
 	ns := s.pickNS()
 	name := s.next("blocked")
-	ctx := context.Background()
+	ctx := s.t.Context()
 	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: s.labels(), Finalizers: []string{BlockFinalizer}}}, metav1.CreateOptions{}); err != nil {
 		s.fail("creating blocked object", err)
 		return
@@ -682,7 +682,7 @@ func (s *soak) live(ctx context.Context) ([]Live, error) {
 func (s *soak) converge(timeout time.Duration) []Violation {
 	var last []Violation
 	var lastErr error
-	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(s.t.Context(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		live, err := s.live(ctx)
 		if err != nil {
 			lastErr = err
@@ -764,7 +764,7 @@ func (s *soak) record(ctx context.Context) {
 // trigger, 1-3 data ConfigMaps the plan's step deletes, and a ClusterRole
 // kept until the plan is done.
 func (s *soak) createPlan() {
-	ctx := context.Background()
+	ctx := s.t.Context()
 	ns := s.pickNS()
 	n := s.next("plan")
 	p := &planM{name: "soak-" + s.run + "-" + n, ns: ns, trigger: "trigger-" + n, kept: "soak-" + s.run + "-kept-" + n}
@@ -831,7 +831,7 @@ func (s *soak) triggerPlan() {
 // and its kept ClusterRole. A plan whose namespace was deleted was
 // triggered by the namespace: only its ClusterRole is deleted.
 func (s *soak) trigger(p *planM, wait time.Duration) bool {
-	ctx := context.Background()
+	ctx := s.t.Context()
 	deadline := time.Now().Add(wait)
 	for !s.armed(ctx, p) {
 		if time.Now().After(deadline) {

@@ -5,7 +5,6 @@ package controller_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,47 +22,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/api/v1alpha1"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
 	"github.com/teardown-dev/teardown/internal/testenv"
-	"github.com/teardown-dev/teardown/localcluster"
 	"github.com/teardown-dev/teardown/pkg/dependents"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
-var (
-	cluster *localcluster.Cluster
-	bin     string // the teardown binary under test
-)
+// admin is the admin configuration of the package's control plane, where
+// testenv.Main installed teardown for controllers running as the admin
+// user.
+var admin *rest.Config
 
 func TestMain(m *testing.M) {
-	code := func() int {
-		dir, err := os.MkdirTemp("", "teardown-controller-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		if bin, err = testenv.BuildTeardown(dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if cluster, err = localcluster.Start(context.Background(), localcluster.Options{Progress: os.Stderr}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cluster.Stop()
-		// The controller processes run as the local cluster's admin user.
-		if err := install.Apply(context.Background(), cluster.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
-			fmt.Fprintln(os.Stderr, "installing teardown:", err)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	testenv.Main(m, func(cfg *rest.Config) error { admin = cfg; return nil }, func() {})
 }
 
 func freeAddr(t *testing.T) string {
@@ -85,7 +61,7 @@ type replica struct {
 func startReplica(t *testing.T) *replica {
 	t.Helper()
 	r := &replica{probes: freeAddr(t)}
-	r.cmd = exec.Command(bin, "controller", "--kubeconfig", cluster.KubeconfigPath(),
+	r.cmd = exec.Command(testenv.TeardownBinary(t), "controller", "--kubeconfig", testenv.Kubeconfig,
 		"--leader-elect=true", "--leader-election-namespace", install.Namespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address="+r.probes)
 	r.cmd.Stdout, r.cmd.Stderr = io.Discard, io.Discard
@@ -109,7 +85,7 @@ func startReplica(t *testing.T) *replica {
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, cond); err != nil {
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
@@ -127,8 +103,8 @@ func leaseHolder(ctx context.Context, cs kubernetes.Interface) string {
 // leader with SIGKILL, and checks that the other takes over and finishes
 // the work left pending: a lien release and a dependent deletion.
 func TestLeaderElectionTakeover(t *testing.T) {
-	ctx := context.Background()
-	cfg := cluster.RESTConfig()
+	ctx := t.Context()
+	cfg := rest.CopyConfig(admin)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -229,8 +205,8 @@ func TestProbesServe(t *testing.T) {
 // controller's service account, would protect and release nothing; it
 // refuses to start and prints the commands that fix it.
 func TestUntrustedControllerRefusesToStart(t *testing.T) {
-	ctx := context.Background()
-	cfg := cluster.RESTConfig()
+	ctx := t.Context()
+	cfg := rest.CopyConfig(admin)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +224,7 @@ func TestUntrustedControllerRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(bin, "controller", "--kubeconfig", cluster.KubeconfigPath(), "--as", "alice",
+	cmd := exec.Command(testenv.TeardownBinary(t), "controller", "--kubeconfig", testenv.Kubeconfig, "--as", "alice",
 		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

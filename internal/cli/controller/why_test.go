@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/teardown-dev/teardown/api/v1alpha1"
@@ -24,13 +25,14 @@ import (
 	"github.com/teardown-dev/teardown/internal/heartbeat"
 	"github.com/teardown-dev/teardown/internal/install"
 	"github.com/teardown-dev/teardown/internal/manager"
+	"github.com/teardown-dev/teardown/internal/testenv"
 )
 
 // startController starts `teardown controller` with args, as the docs run
 // it; stop ends it with SIGTERM, as Kubernetes stops a Pod.
 func startController(t *testing.T, args ...string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", cluster.KubeconfigPath(),
+	cmd := exec.Command(testenv.TeardownBinary(t), append([]string{"controller", "--kubeconfig", testenv.Kubeconfig,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...)...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if os.Getenv("TEARDOWN_TEST_LOG") != "" {
@@ -55,7 +57,7 @@ func startController(t *testing.T, args ...string) (stop func()) {
 // why runs `teardown why` as a process and returns its exit code and output.
 func why(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	out, err := exec.Command(bin, append([]string{"why", "--kubeconfig", cluster.KubeconfigPath()}, args...)...).CombinedOutput()
+	out, err := exec.Command(testenv.TeardownBinary(t), append([]string{"why", "--kubeconfig", testenv.Kubeconfig}, args...)...).CombinedOutput()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -73,8 +75,8 @@ func why(t *testing.T, args ...string) (int, string) {
 // Lease, no Deployment) or with leader election, by its heartbeat Lease;
 // once it stopped cleanly, that it is not running.
 func TestWhySeesTheRunningController(t *testing.T) {
-	ctx := context.Background()
-	cfg := cluster.RESTConfig()
+	ctx := t.Context()
+	cfg := rest.CopyConfig(admin)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +125,7 @@ func TestWhySeesTheRunningController(t *testing.T) {
 			t.Errorf("%s: teardown why exit %d, says the controller does not run:\n%s", what, code, out)
 		}
 		// kubectl get teardown NAME -o yaml, as advised, works.
-		doctortest.RunAdvice(t, cluster.KubeconfigPath(), out, nil)
+		doctortest.RunAdvice(t, testenv.Kubeconfig, out, nil)
 	}
 
 	// Replicas other tests killed leave a leader Lease renewed up to 15s
@@ -163,7 +165,7 @@ func TestWhySeesTheRunningController(t *testing.T) {
 	if code != 1 {
 		t.Errorf("stopped: teardown why exit %d, want 1 (the finalizer is stuck)", code)
 	}
-	doctortest.RunAdvice(t, cluster.KubeconfigPath(), out, nil)
+	doctortest.RunAdvice(t, testenv.Kubeconfig, out, nil)
 
 	stop = startController(t, "--leader-elect=true", "--leader-election-namespace", install.Namespace)
 	waitUntil(t, 90*time.Second, "the controller to lead and beat", func(ctx context.Context) (bool, error) {

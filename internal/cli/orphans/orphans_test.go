@@ -91,7 +91,7 @@ func TestOrphansAfterHelmReleaseNamespaceDeleted(t *testing.T) {
 
 func orphansAfterHelmReleaseNamespaceDeleted(t *testing.T, helm string) {
 	const ns = "helm-home"
-	ctx := context.Background()
+	ctx := t.Context()
 	code, out := run(t, "orphans", "-A", "-o", "json")
 	if code != cmdutil.ExitOK || len(parse(t, out)) != 0 {
 		t.Fatalf("a fresh cluster has orphans (exit %d):\n%s", code, out)
@@ -100,7 +100,9 @@ func orphansAfterHelmReleaseNamespaceDeleted(t *testing.T, helm string) {
 	env.CreateNamespace(t, ns, nil)
 	env.Helm(t, helm, "install", "myfoo", writeChart(t), "-n", ns)
 	role := ns + "-myfoo-foo"
-	t.Cleanup(func() { _ = env.Kube.RbacV1().ClusterRoles().Delete(ctx, role, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.RbacV1().ClusterRoles().Delete(context.WithoutCancel(ctx), role, metav1.DeleteOptions{})
+	})
 
 	// Installed and recorded: nothing is orphaned.
 	code, out = run(t, "orphans", "-A", "-o", "json")
@@ -150,7 +152,7 @@ func orphansAfterHelmReleaseNamespaceDeleted(t *testing.T, helm string) {
 // finalizer nobody removes.
 func TestOrphansOwnersGoneAndStuckFinalizers(t *testing.T) {
 	const home, other = "orphans-home", "orphans-other"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.EnsureWidgetCRD(t)
 	env.CreateNamespace(t, home, nil)
 	env.CreateNamespace(t, other, nil)
@@ -169,7 +171,7 @@ func TestOrphansOwnersGoneAndStuckFinalizers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Kube.RbacV1().ClusterRoles().Delete(ctx, "orphans-cross-scope", metav1.DeleteOptions{})
+		_ = env.Kube.RbacV1().ClusterRoles().Delete(context.WithoutCancel(ctx), "orphans-cross-scope", metav1.DeleteOptions{})
 	})
 	stuck := env.CreateWidget(t, other, "stuck", "widget-operator", "example.com/cleanup")
 

@@ -61,7 +61,7 @@ func linkTo(w *unstructured.Unstructured) map[string]string {
 // and teardown owner links, one under an Orphan policy) and a lien.
 func TestPlanNamespace(t *testing.T) {
 	const ns, elsewhere = "plan-demo", "plan-elsewhere"
-	ctx := context.Background()
+	ctx := t.Context()
 	kube := env.Kube
 	env.EnsureWidgetCRD(t)
 	env.CreateNamespace(t, ns, nil)
@@ -98,7 +98,9 @@ func TestPlanNamespace(t *testing.T) {
 	}
 	for _, r := range roles {
 		must(kube.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}))
-		t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(ctx, r.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = kube.RbacV1().ClusterRoles().Delete(context.WithoutCancel(ctx), r.Name, metav1.DeleteOptions{})
+		})
 	}
 	for name, w := range map[string]*unstructured.Unstructured{"linked": owner, "kept": keeper} {
 		must(kube.CoreV1().ConfigMaps(elsewhere).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -111,7 +113,7 @@ func TestPlanNamespace(t *testing.T) {
 		Annotations: map[string]string{"teardown.dev/liens": `[{"lien":"plan-demo/keep-release","reason":"release record needed to uninstall myfoo cleanly"}]`},
 	}}, metav1.CreateOptions{}))
 	t.Cleanup(func() {
-		_, _ = kube.CoreV1().Secrets(ns).Patch(ctx, secret.Name, types.MergePatchType, []byte(`{"metadata":{"labels":null}}`), metav1.PatchOptions{})
+		_, _ = kube.CoreV1().Secrets(ns).Patch(context.WithoutCancel(ctx), secret.Name, types.MergePatchType, []byte(`{"metadata":{"labels":null}}`), metav1.PatchOptions{})
 	})
 
 	for _, format := range []string{"tree", "json", "mermaid", "dot"} {

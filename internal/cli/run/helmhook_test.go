@@ -29,7 +29,7 @@ import (
 // is tested), and reports the Job complete. helm uninstall then finishes,
 // and the plan's objects are gone.
 func TestHelmPreDeleteHook(t *testing.T) {
-	helms, err := doctortest.EnsureHelms(context.Background(), env.CacheDir)
+	helms, err := doctortest.EnsureHelms(t.Context(), env.CacheDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestHelmPreDeleteHook(t *testing.T) {
 }
 
 func helmPreDeleteHook(t *testing.T, helm, ns string) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const release = "demo"
 	env.CreateNamespace(t, ns, nil)
 	_, file, _, _ := runtime.Caller(0)

@@ -35,7 +35,7 @@ func writePlan(t *testing.T, yaml string) string {
 func unstick(t *testing.T, ns, name string) {
 	t.Helper()
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	if _, err := env.Dynamic.Resource(doctortest.WidgetGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := env.Dynamic.Resource(doctortest.WidgetGVR).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -52,7 +52,7 @@ func stuckWidget(t *testing.T, ns, cm string) {
 	env.EnsureWidgetCRD(t)
 	env.CreateNamespace(t, ns, nil)
 	env.CreateWidget(t, ns, "stuck", "operator", "example.com/never")
-	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm}}, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -61,7 +61,7 @@ func stuckWidget(t *testing.T, ns, cm string) {
 // finalizer is never removed makes the step time out: exit 1, the widget
 // named, the next step not run. Fixed, --from-step finishes: exit 0.
 func TestRunInProcess(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := "run-inprocess"
 	stuckWidget(t, ns, "after")
 	plan := writePlan(t, `apiVersion: teardown.dev/v1alpha1
@@ -117,7 +117,7 @@ spec:
 // it kept is deletable, not deleted.
 func TestRunReleasesAFormerRunsLien(t *testing.T) {
 	startTeardown(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := "run-former-lien"
 	stuckWidget(t, ns, "kept")
 	cms := env.Kube.CoreV1().ConfigMaps(ns)
@@ -184,7 +184,7 @@ spec:
 // to the end, and the trigger is gone.
 func TestRunResumesInClusterPlan(t *testing.T) {
 	startTeardown(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := "run-resume"
 	stuckWidget(t, ns, "operator")
 	planYAML := `apiVersion: teardown.dev/v1alpha1

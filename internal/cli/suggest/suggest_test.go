@@ -4,7 +4,6 @@ package suggest_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -128,7 +127,7 @@ func TestSuggestRefusesBadInput(t *testing.T) {
 		{[]string{"suggest", "deployment/nope", "-n", "default"}, 1, "deployment nope not found in namespace default"},
 	} {
 		var out, errOut bytes.Buffer
-		code := cli.Main(context.Background(), append(append([]string{"teardown"}, tc.args...), "--kubeconfig", cluster.KubeconfigPath()), &out, &errOut)
+		code := cli.Main(t.Context(), append(append([]string{"teardown"}, tc.args...), "--kubeconfig", cluster.KubeconfigPath()), &out, &errOut)
 		if code != tc.code || !strings.Contains(errOut.String(), tc.err) {
 			t.Errorf("teardown %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, errOut.String(), tc.code, tc.err)
 		}
@@ -139,7 +138,7 @@ func run(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	argv := append(append([]string{"teardown"}, args...), "--kubeconfig", cluster.KubeconfigPath())
-	if code := cli.Main(context.Background(), argv, &out, &errOut); code != 0 {
+	if code := cli.Main(t.Context(), argv, &out, &errOut); code != 0 {
 		t.Fatalf("teardown %s: exit %d\n%s", strings.Join(args, " "), code, errOut.String())
 	}
 	return out.String()

@@ -42,7 +42,7 @@ import (
 func TestSuggestedGrantsAreNeeded(t *testing.T) {
 	// Not t.Context(), which ends before the cleanups: the controller
 	// disarms the plan in the cleanup below, then cancel stops it.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // not t.Context(): the controllers run until the cleanups
 	t.Cleanup(cancel)
 	if err := testenv.LoadState(ctx, cfg, filepath.Join("testdata", "states", "tigera-operator")); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestSuggestedGrantsAreNeeded(t *testing.T) {
 		}
 		return err == nil && c != nil && c.Status == metav1.ConditionTrue, err
 	}); err != nil {
-		liens, _ := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterliens")).List(context.Background(), metav1.ListOptions{})
+		liens, _ := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterliens")).List(t.Context(), metav1.ListOptions{})
 		var status []any
 		for _, l := range liens.Items {
 			status = append(status, l.Object["status"])

@@ -3,7 +3,6 @@
 package why_test
 
 import (
-	"context"
 	"os"
 	"strings"
 	"sync"
@@ -44,7 +43,7 @@ func recordPeers(t *testing.T, id string, target peers.Target, argv []string, co
 		if b.Bin == "" {
 			continue // not obtainable: the table says why
 		}
-		a, err := peers.Run(context.Background(), b, env.CacheDir, target, env.Kubeconfig)
+		a, err := peers.Run(t.Context(), b, env.CacheDir, target, env.Kubeconfig)
 		if err != nil {
 			t.Errorf("%s on %s: %v", b.Name, id, err)
 			continue

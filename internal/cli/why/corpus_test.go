@@ -110,7 +110,7 @@ func TestCorpusCertManagerAPIServiceInDeletedNamespace(t *testing.T) {
 // Challenges fails on the CRD's conversion webhook, which lived in ns1.
 func TestCorpusCertManagerConversionWebhook(t *testing.T) {
 	const ns = "corpus-acme"
-	ctx := context.Background()
+	ctx := t.Context()
 	crd := doctortest.CRD("acme.cert-manager.io", "Challenge", "challenges", true, "v1alpha2")
 	gvr := env.EnsureCRDOf(t, crd)
 	t.Cleanup(func() {
@@ -191,7 +191,7 @@ func argoApplication(t *testing.T) schema.GroupVersionResource {
 // removes it": the advice must not be to remove it.
 func TestCorpusArgoCDFinalizerWhileControllerRuns(t *testing.T) {
 	const ns = "corpus-argocd"
-	ctx := context.Background()
+	ctx := t.Context()
 	gvr := argoApplication(t)
 	env.CreateNamespace(t, ns, nil)
 	sts, err := env.Kube.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{
@@ -229,7 +229,7 @@ func TestCorpusArgoCDFinalizerWhileControllerRuns(t *testing.T) {
 // the table, not from who wrote it.
 func TestCorpusArgoCDFinalizerControllerGone(t *testing.T) {
 	const ns = "corpus-argocd-gone"
-	ctx := context.Background()
+	ctx := t.Context()
 	gvr := argoApplication(t)
 	env.CreateNamespace(t, ns, nil)
 	env.CreateHeld(t, gvr, "Application", ns, "guestbook", "kubectl-client-side-apply", false, "resources-finalizer.argocd.argoproj.io")
@@ -247,7 +247,7 @@ func TestCorpusArgoCDFinalizerControllerGone(t *testing.T) {
 // names that resource and its dead finalizer, and never advises removing
 // the CRD's own finalizer (its objects would come back with the CRD).
 func TestCorpusCrossplaneCRDStuckOnManagedResource(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	crd := doctortest.CRD("s3.aws.upbound.io", "Bucket", "buckets", false, "v1beta1")
 	gvr := env.EnsureCRDOf(t, crd)
 	env.CreateHeld(t, gvr, "Bucket", "", "example-bucket", "provider-aws-s3", false, "finalizer.managedresource.crossplane.io")
@@ -265,7 +265,7 @@ func TestCorpusCrossplaneCRDStuckOnManagedResource(t *testing.T) {
 // https://github.com/crossplane-contrib/provider-helm/issues/102: a
 // ProviderConfig keeps in-use.crossplane.io after its provider is gone.
 func TestCorpusCrossplaneProviderConfigInUse(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gvr := env.EnsureCRDOf(t, doctortest.CRD("helm.crossplane.io", "ProviderConfig", "providerconfigs", false, "v1beta1"))
 	env.CreateHeld(t, gvr, "ProviderConfig", "", "helm-provider", "crossplane-helm-provider", false, "in-use.crossplane.io")
 	if err := env.Dynamic.Resource(gvr).Delete(ctx, "helm-provider", metav1.DeleteOptions{}); err != nil {
@@ -281,7 +281,7 @@ func TestCorpusCrossplaneProviderConfigInUse(t *testing.T) {
 // their own metadata.finalizers.
 func TestCorpusRancherNamespaceFinalizer(t *testing.T) {
 	const ns = "corpus-cattle-system"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	n, err := env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
@@ -321,7 +321,7 @@ func TestCorpusFluxNamespace(t *testing.T) {
 // StarRocksCluster keep the operator's protection finalizers.
 func TestCorpusStarRocksNamespace(t *testing.T) {
 	const ns = "corpus-starrocks"
-	ctx := context.Background()
+	ctx := t.Context()
 	gvr := env.EnsureCRDOf(t, doctortest.CRD("starrocks.com", "StarRocksCluster", "starrocksclusters", true, "v1"))
 	env.CreateNamespace(t, ns, nil)
 	env.CreateHeld(t, gvr, "StarRocksCluster", ns, "kube-starrocks", "starrocks", false, "starrocks.com.starrockscluster/protection")
@@ -347,7 +347,7 @@ func TestCorpusStarRocksNamespace(t *testing.T) {
 // come back there.
 func TestCorpusKyvernoWebhookInDeletedNamespace(t *testing.T) {
 	const ns = "corpus-kyverno"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, map[string]string{"corpus": ns})
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kyverno"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -367,7 +367,7 @@ func TestCorpusKyvernoWebhookInDeletedNamespace(t *testing.T) {
 // the end of the test.
 func failClosedWebhook(t *testing.T, cfg, name, svcNS, svc, selector string, ops []admissionv1.OperationType, resources ...string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
 	vwc := &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: cfg},
@@ -396,7 +396,7 @@ func failClosedWebhook(t *testing.T, cfg, name, svcNS, svc, selector string, ops
 // refuses, and orphans flags it as refusing requests cluster-wide now.
 func TestCorpusKyvernoLeftoverWebhook(t *testing.T) {
 	const ns = "corpus-kyverno-leftover"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, map[string]string{"corpus": ns})
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func section(out, title string) string {
 // advises removing pvc-protection (the volume would go under the pod).
 func TestCorpusPVCInUseOnDeadNode(t *testing.T) {
 	const ns = "corpus-pvc"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -473,7 +473,7 @@ func TestCorpusPVCInUseOnDeadNode(t *testing.T) {
 // kubelet confirms that containers stopped.
 func TestCorpusPodOnNotReadyNode(t *testing.T) {
 	const ns = "corpus-dead-node"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	env.DeadNode(t, "corpus-worker-1", time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 	env.BoundPod(t, ns, "kubernetes-dashboard-db4db8c77-4qqvm", "corpus-worker-1")
@@ -494,7 +494,7 @@ func TestCorpusPodOnNotReadyNode(t *testing.T) {
 // run to remove it.
 func TestCorpusPodOnMissingNode(t *testing.T) {
 	const ns = "corpus-missing-node"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	env.BoundPod(t, ns, "runner-7x2kq", "corpus-deleted-node")
 	if err := env.Kube.CoreV1().Pods(ns).Delete(ctx, "runner-7x2kq", metav1.DeleteOptions{}); err != nil {
@@ -513,7 +513,7 @@ func TestCorpusPodOnMissingNode(t *testing.T) {
 // this, why said "nothing found that holds it" with exit code 0.
 func TestCorpusNamespaceSpecFinalizer(t *testing.T) {
 	const ns = "corpus-delete-me"
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"foregroundDeletion"}}}, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}); err != nil {
 		t.Fatal(err)
@@ -544,7 +544,7 @@ func TestCorpusNamespaceSpecFinalizer(t *testing.T) {
 // namespace was deleted instead of helm uninstall; its ClusterRole stays
 // and blocks the next install. orphans names it.
 func TestCorpusHelmLeftoverClusterRole(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	role := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": "corpus-nginx-ingress", "labels": map[string]any{"app.kubernetes.io/managed-by": "Helm"},
@@ -575,7 +575,7 @@ func TestCorpusHelmLeftoverClusterRole(t *testing.T) {
 // waits on customresourcecleanup.
 func TestCorpusCertManagerCRDStuckOnChallenge(t *testing.T) {
 	const ns = "corpus-challenges"
-	ctx := context.Background()
+	ctx := t.Context()
 	crd := doctortest.CRD("acme.cert-manager.io", "Challenge", "challenges", true, "v1")
 	gvr := env.EnsureCRDOf(t, crd)
 	env.CreateNamespace(t, ns, nil)
@@ -595,7 +595,7 @@ func TestCorpusCertManagerCRDStuckOnChallenge(t *testing.T) {
 // to be removed by hand.
 func TestCorpusJobTrackingPodBehindWebhook(t *testing.T) {
 	const ns = "corpus-job-tracking"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, map[string]string{"corpus": ns})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "backup-28194180-hgdzc", Finalizers: []string{"batch.kubernetes.io/job-tracking"}},
 		Spec: corev1.PodSpec{AutomountServiceAccountToken: new(false), Containers: []corev1.Container{{Name: "backup", Image: "backup"}}}}
@@ -623,7 +623,7 @@ func TestCorpusJobTrackingPodBehindWebhook(t *testing.T) {
 // namespaces' spec.finalizers: empty namespaces that never go.
 func TestCorpusOpenShiftSpecFinalizer(t *testing.T) {
 	const ns = "corpus-openshift-infra"
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"openshift.io/origin"}}}, metav1.CreateOptions{FieldManager: "openshift-controller-manager"}); err != nil {
 		t.Fatal(err)
@@ -655,7 +655,7 @@ func TestCorpusRookCephNamespace(t *testing.T) {
 // created. orphans flags the configuration as refusing requests now.
 func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
 	const ns = "corpus-kubeflow"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, map[string]string{"corpus": ns})
 	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
 	mwc := &admissionv1.MutatingWebhookConfiguration{
@@ -694,7 +694,7 @@ func TestCorpusKubeflowLeftoverMutatingWebhook(t *testing.T) {
 // deletes it.
 func hostPathVolume(t *testing.T, name, ns, claim, manager string, finalizers ...string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
@@ -733,7 +733,7 @@ func hostPathVolume(t *testing.T, name, ns, claim, manager string, finalizers ..
 // pv-protection.
 func TestCorpusVolumeBoundToClaim(t *testing.T) {
 	const ns = "corpus-es"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-elasticsearch-data-0"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "corpus-elasticsearch-data-001",

@@ -2,7 +2,6 @@ package why_test
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,7 +33,7 @@ current-context: c
 	}
 	for _, args := range [][]string{{"why", "ns/foohome"}, {"plan", "ns/foohome"}, {"orphans", "-A"}} {
 		var out, errOut bytes.Buffer
-		code := cli.Main(context.Background(), append(append([]string{"teardown"}, args...), "--kubeconfig", kubeconfig), &out, &errOut)
+		code := cli.Main(t.Context(), append(append([]string{"teardown"}, args...), "--kubeconfig", kubeconfig), &out, &errOut)
 		stderr := errOut.String()
 		if code != cmdutil.ExitUnreachable || !strings.HasPrefix(stderr, "teardown: cannot reach the cluster at "+server) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
@@ -42,7 +41,7 @@ current-context: c
 	}
 	// A bad argument is a usage error before any connection.
 	var out, errOut bytes.Buffer
-	if code := cli.Main(context.Background(), []string{"teardown", "why", "foohome", "--kubeconfig", kubeconfig}, &out, &errOut); code != cmdutil.ExitUsage {
+	if code := cli.Main(t.Context(), []string{"teardown", "why", "foohome", "--kubeconfig", kubeconfig}, &out, &errOut); code != cmdutil.ExitUsage {
 		t.Errorf("bad argument: exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -24,7 +24,7 @@ import (
 // once the right is granted the link's finding goes.
 func TestWhyNamesProtectionNotInForce(t *testing.T) {
 	const ns = "why-inforce"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	cms := env.Kube.CoreV1().ConfigMaps(ns)
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})

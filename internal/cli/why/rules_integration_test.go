@@ -28,7 +28,7 @@ import (
 // refused for a ConfigMap that was there before its Widget.
 func TestWhyNamesTheOwnerRule(t *testing.T) {
 	const owners, deps = "why-rule-owners", "why-rule-deps"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.EnsureWidgetCRD(t)
 	env.CreateNamespace(t, owners, nil)
 	env.CreateNamespace(t, deps, nil)

@@ -67,7 +67,7 @@ func TestWhyNamespaceHeldByFinalizerNobodyRemoves(t *testing.T) {
 // A namespace stuck because an APIService is unavailable.
 func TestWhyNamespaceStuckOnUnavailableAPIService(t *testing.T) {
 	const ns = "why-apiservice"
-	ctx := context.Background()
+	ctx := t.Context()
 	apiservices := env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 	_, err := apiservices.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
@@ -81,7 +81,9 @@ func TestWhyNamespaceStuckOnUnavailableAPIService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = apiservices.Delete(ctx, "v1.broken.example.com", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = apiservices.Delete(context.WithoutCancel(ctx), "v1.broken.example.com", metav1.DeleteOptions{})
+	})
 	env.CreateNamespace(t, ns, nil)
 	env.DeleteNamespace(t, ns, "NamespaceDeletionDiscoveryFailure")
 
@@ -109,7 +111,7 @@ func TestWhyNamespaceStuckOnUnavailableAPIService(t *testing.T) {
 // A fail-closed webhook with no endpoints blocking deletes.
 func TestWhyFailClosedWebhookWithoutEndpoints(t *testing.T) {
 	const ns = "why-webhook"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, map[string]string{"webhook-test": "on"})
 	if _, err := env.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
@@ -137,7 +139,7 @@ func TestWhyFailClosedWebhookWithoutEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+		_ = env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.WithoutCancel(ctx), vwc.Name, metav1.DeleteOptions{})
 	})
 	// The webhook really refuses the delete.
 	if err := env.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}); err == nil {
@@ -166,7 +168,7 @@ var lienGVR = v1alpha1.GroupVersion.WithResource("liens")
 // A Deny lien blocking a delete, and a namespace waiting on it.
 func TestWhyDenyLien(t *testing.T) {
 	const ns = "why-lien"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	// The Lien (no controller runs here: the test puts its markers on the
 	// Secret as the controller would), so that why can show what holds it.
@@ -191,7 +193,7 @@ func TestWhyDenyLien(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = env.Kube.CoreV1().Secrets(ns).Patch(ctx, secret.Name, "application/merge-patch+json", []byte(`{"metadata":{"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{})
+		_, _ = env.Kube.CoreV1().Secrets(ns).Patch(context.WithoutCancel(ctx), secret.Name, "application/merge-patch+json", []byte(`{"metadata":{"labels":{"teardown.dev/lien":null}}}`), metav1.PatchOptions{})
 	})
 
 	// Before any delete: what would refuse it.
@@ -295,7 +297,7 @@ func TestWhyErrors(t *testing.T) {
 // Foreground deletion waiting on a dependent that a finalizer holds.
 func TestWhyForegroundDeletionWaitsOnDependents(t *testing.T) {
 	const ns = "why-foreground"
-	ctx := context.Background()
+	ctx := t.Context()
 	env.CreateNamespace(t, ns, nil)
 	cms := env.Kube.CoreV1().ConfigMaps(ns)
 	parent, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{})
@@ -310,7 +312,7 @@ func TestWhyForegroundDeletionWaitsOnDependents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = cms.Patch(ctx, "child", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_, _ = cms.Patch(context.WithoutCancel(ctx), "child", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
 	fg := metav1.DeletePropagationForeground
 	if err := cms.Delete(ctx, "parent", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {

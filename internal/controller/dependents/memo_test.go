@@ -1,7 +1,6 @@
 package dependents
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,7 +21,7 @@ func counted(gone bool, err error) (func() (bool, error), *atomic.Int64) {
 }
 
 func TestGoneOwnersRemembersOnlyGone(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	g := newGoneOwners()
 	goneKey := ownerKey{Kind: "ConfigMap", Namespace: "a", Name: "gone", UID: "u1"}
 	aliveKey := ownerKey{Kind: "ConfigMap", Namespace: "a", Name: "alive", UID: "u2"}
@@ -68,7 +67,7 @@ func TestGoneOwnersSharesConcurrentReads(t *testing.T) {
 	var wg sync.WaitGroup
 	check := func() {
 		defer wg.Done()
-		gone, _ := g.check(context.Background(), k, read)
+		gone, _ := g.check(t.Context(), k, read)
 		results <- gone
 	}
 	wg.Add(callers)
@@ -97,7 +96,7 @@ func TestGoneOwnersIsBounded(t *testing.T) {
 	}
 	read, _ := counted(true, nil)
 	for i := range goneMemoSize + 1 {
-		if _, err := g.check(context.Background(), key(i), read); err != nil {
+		if _, err := g.check(t.Context(), key(i), read); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 // deleted, and gets a Warning event MissingPermission naming the verb, the
 // resource and the aggregation label that grants it.
 func TestMissingPermissionIsReported(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const user = "teardown-read-only"
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
@@ -87,7 +87,7 @@ func TestMissingPermissionIsReported(t *testing.T) {
 // dependent is kept and gets a Warning event Refused with admission's own
 // words, not MissingPermission.
 func TestAdmissionRefusalIsReported(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	startController(t, nil)
 	ownerNS, depNS := namespace(t, "refused-owner"), namespace(t, "refused-dep")
 	owner := ownerCM(t, ownerNS, "owner", "", false)
@@ -104,7 +104,7 @@ func TestAdmissionRefusalIsReported(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Runs before the namespace's cleanup: unprotected, it can go.
-		_, _ = kube.CoreV1().ConfigMaps(depNS).Patch(ctx, "protected", types.MergePatchType,
+		_, _ = kube.CoreV1().ConfigMaps(depNS).Patch(context.WithoutCancel(ctx), "protected", types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"`+lien.Label+`":null},"annotations":{"`+lien.Annotation+`":null}}}`), metav1.PatchOptions{})
 	})
 	if err := kube.CoreV1().ConfigMaps(ownerNS).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {

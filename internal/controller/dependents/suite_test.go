@@ -107,7 +107,7 @@ func startControllerWith(t testing.TB, base *rest.Config, hook func(ctx context.
 		t.Fatal(err)
 	}
 	r.beforeDelete = hook
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // not t.Context(): it runs until its cleanup
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -130,7 +130,7 @@ func startControllerWith(t testing.TB, base *rest.Config, hook func(ctx context.
 // namespace creates a namespace for the test and deletes it at cleanup.
 func namespace(t testing.TB, name string) string {
 	t.Helper()
-	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func namespace(t testing.TB, name string) string {
 // (a bound against hangs, not a timing assertion).
 func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, cond)
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 90*time.Second, true, cond)
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}

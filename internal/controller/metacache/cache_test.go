@@ -44,7 +44,7 @@ func (c *counter) handler() cache.ResourceEventHandler {
 }
 
 func TestUsersOfOneKeyShareOneInformer(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ns := namespace(t, "shared")
 	for i, labels := range []map[string]string{{"teardown.dev/owned": "true", "app": "a"}, {"app": "b"}, {"teardown.dev/owned": "true"}} {
@@ -108,7 +108,7 @@ func TestUsersOfOneKeyShareOneInformer(t *testing.T) {
 }
 
 func TestKeysWithOtherSelectorsAreOtherInformers(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	c, err := ForConfig(cfg)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestKeysWithOtherSelectorsAreOtherInformers(t *testing.T) {
 
 func namespace(t *testing.T, prefix string) string {
 	t.Helper()
-	ns, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	ns, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 // source (a handler is two goroutines of client-go's), and a switch loses
 // no event.
 func TestFollowersShareOneWatchPerResource(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	c, err := ForConfig(cfg)
 	if err != nil {

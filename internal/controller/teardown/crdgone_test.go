@@ -21,7 +21,7 @@ import (
 // error retried for ever, which held the trigger of TestOperatorUninstall's
 // plan), and the mapper reads again.
 func TestAStepOfAKindWhoseCRDWent(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gadget := crd(t, "crdgone.example.com", "Gadget", "gadgets", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "crd-gone")
 	create(t, custom(gadget, ns, "g1", nil))

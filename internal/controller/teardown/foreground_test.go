@@ -49,7 +49,7 @@ func refusedForeground(t *testing.T, err error, plan string) {
 func running(t *testing.T, rs *appsv1.ReplicaSet, pod *corev1.Pod) {
 	t.Helper()
 	for _, o := range []client.Object{&appsv1.ReplicaSet{ObjectMeta: rs.ObjectMeta}, &corev1.Pod{ObjectMeta: pod.ObjectMeta}} {
-		if err := k.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil {
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil {
 			t.Fatalf("%s should exist, not being deleted (the operator runs): %v", o.GetName(), err)
 		}
 	}
@@ -64,7 +64,7 @@ func running(t *testing.T, rs *appsv1.ReplicaSet, pod *corev1.Pod) {
 // plan let the Deployment go. A foreground delete of an object no plan
 // holds is not refused.
 func TestForegroundDeleteIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	thing := crd(t, "fg.example.com", "Thing", "things", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "fg-operator")
 	dep, rs, pod := workload(t, ns, "fg-operator")
@@ -141,7 +141,7 @@ func TestForegroundDeleteIsRefused(t *testing.T) {
 // the policy lets it through (refused, it would keep the owner and the
 // plan waiting for ever). The plan runs; the owner goes after it.
 func TestForegroundDeleteOfTheTriggersOwner(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "fg-owner")
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
 	data := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data", Finalizers: []string{"fg.example.com/cleanup"}}}

@@ -93,7 +93,7 @@ func (id *identity) kept() []client.Object {
 func (id *identity) token(t *testing.T) string {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	tr, err := cs.CoreV1().ServiceAccounts(id.sa.Namespace).CreateToken(context.Background(), id.sa.Name, &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(id.sa.Namespace).CreateToken(t.Context(), id.sa.Name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{
 			ExpirationSeconds: new(int64(3600)),
 			BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: id.pod.Name, UID: id.pod.UID},
@@ -110,7 +110,7 @@ func (id *identity) token(t *testing.T) string {
 func (id *identity) authenticates(t *testing.T, token string) bool {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	r, err := cs.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	r, err := cs.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func withToken(t *testing.T, token string) client.Client {
 // deleted; once the plan finished, what it kept is deleted and the token
 // no longer works.
 func TestKeptIdentityKeepsWorking(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "identity-operator")
 	id := installIdentity(t, ns, "operator")
 	const cleanup = "identity.example.com/cleanup"
@@ -251,7 +251,7 @@ func TestKeptIdentityKeepsWorking(t *testing.T) {
 // by its Deployment first, so that its token works to the last request);
 // nothing is left.
 func TestSelfUninstallKeepsItsIdentity(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "identity-self")
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
@@ -315,7 +315,7 @@ func TestSelfUninstallKeepsItsIdentity(t *testing.T) {
 // operator's own client op.
 func finalizeWith(t *testing.T, op client.Client, cm *corev1.ConfigMap, finalizer string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	live := &corev1.ConfigMap{}
 	if err := op.Get(ctx, client.ObjectKeyFromObject(cm), live); err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func runSelfUninstallAs(t *testing.T, as *rest.Config, plan *v1alpha1.Teardown, 
 	if err := runner.SelfUninstall(mgr, plan, runner.WithPod(ns, pod), runner.WithInterval(200*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // not t.Context(): it runs until its cleanup
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })

@@ -31,7 +31,7 @@ import (
 // and the namespace is emptied and gone, with no command besides the
 // first.
 func TestNamespaceDeletionRunsThePlanFirst(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "nsdel-operator")
 	id := installIdentity(t, ns, "operator")
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator-webhook"},

@@ -25,7 +25,7 @@ import (
 // leaves the trigger held by the slow one, which goes on to the end; the
 // trigger goes when the last one finished.
 func TestSeveralPlansOnOneTrigger(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	box := crd(t, "plans.example.com", "Box", "boxes", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "two-plans")
 	dep := deployment(ns, "operator")
@@ -121,7 +121,7 @@ func TestOldSharedFinalizerIsReleased(t *testing.T) {
 // the lien is released (the objects it no longer names are deletable
 // again, not deleted), and the plan is armed without it.
 func TestDroppedKeepUntilDoneIsReleased(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := namespace(t, "dropped-keep")
 	dep := deployment(ns, "operator")
 	kept := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "dropped-keep-operator"}}

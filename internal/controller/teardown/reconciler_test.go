@@ -36,7 +36,7 @@ import (
 // its ClusterRole, so their step finishing proves the role was there until
 // the last step.
 func TestSriovUninstall(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	network := crd(t, "sriovnetwork.openshift.io", "SriovNetwork", "sriovnetworks", apiextensionsv1.NamespaceScoped)
 	nad := crd(t, "k8s.cni.cncf.io", "NetworkAttachmentDefinition", "network-attachment-definitions", apiextensionsv1.NamespaceScoped)
 	opNS := namespace(t, "sriov-network-operator")
@@ -197,7 +197,7 @@ func TestTigeraDeleteAllAtOnce(t *testing.T) {
 // step times out, the plan is Failed with the CR named, the trigger is
 // kept; after the finalizer is fixed, resuming from the step finishes.
 func TestTimeoutFailThenResume(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	widget := crd(t, "stuck.example.com", "Widget", "widgets", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "stuck-operator")
 	dep := deployment(ns, "stuck-operator")
@@ -263,7 +263,7 @@ func TestTimeoutFailThenResume(t *testing.T) {
 // object it waits for goes meanwhile, and a new controller resumes from
 // the status: the plan completes, the finished step is not run again.
 func TestRestartMidPlan(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gadget := crd(t, "restart.example.com", "Gadget", "gadgets", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "restart-operator")
 	dep := deployment(ns, "restart-operator")
@@ -323,7 +323,7 @@ func TestRestartMidPlan(t *testing.T) {
 // TestInvalidPlansRefused: bad plans are refused at admission with the
 // field named, and nothing is created.
 func TestInvalidPlansRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	del := &v1alpha1.DeleteAction{Selection: v1alpha1.Selection{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "b"}}
 	for _, tc := range []struct {
 		name  string
@@ -388,7 +388,7 @@ func TestInvalidPlansRefused(t *testing.T) {
 // soak). The lien controller is off, so the ClusterLien carries no
 // finalizer and goes at once when released: the case that looped.
 func TestKeepUntilDoneIsReleasedOnce(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	stopController()
 	if err := startManager(cfg, manager.Options{Disabled: []string{"lien", "dependents"}}); err != nil {
 		t.Fatal(err)

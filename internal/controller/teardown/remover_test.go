@@ -24,7 +24,7 @@ import (
 // deleted, with a Warning event saying what did not happen. The widget
 // holding another finalizer still waits for its own remover.
 func TestDeadOperatorsFinalizersAreRemoved(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	widget := crd(t, "dead.example.com", "Widget", "widgets", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "dead-operator")
 	op := deployment(ns, "dead-operator")

@@ -29,7 +29,7 @@ import (
 // deleted meanwhile, and an aggregated ClusterRole granting the right lets
 // the plan go on to the end.
 func TestMissingRightsAreReported(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	stopController()
 	asSA := rest.CopyConfig(cfg)
 	asSA.Impersonate = rest.ImpersonationConfig{

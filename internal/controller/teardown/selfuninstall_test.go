@@ -49,7 +49,7 @@ func workload(t *testing.T, ns, name string) (*appsv1.Deployment, *appsv1.Replic
 // its ReplicaSet and pod stay; then the Deployment goes and the garbage
 // collector takes the rest.
 func TestSelfUninstall(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gizmo := crd(t, "self.example.com", "Gizmo", "gizmos", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "self-operator")
 	dep, rs, pod := workload(t, ns, "self-operator")
@@ -117,7 +117,7 @@ func runSelfUninstall(t *testing.T, plan *v1alpha1.Teardown, ns, pod string) {
 // held by the Teardown, whose plan goes on with the operator's ReplicaSet
 // and pod still there; the Deployment goes when both finished.
 func TestSelfUninstallWithATeardown(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	crate := crd(t, "compose.example.com", "Crate", "crates", apiextensionsv1.NamespaceScoped)
 	ns := namespace(t, "compose-operator")
 	dep, rs, pod := workload(t, ns, "compose-operator")

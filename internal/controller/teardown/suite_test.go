@@ -104,7 +104,7 @@ func gone(ctx context.Context, obj client.Object) (bool, error) { return testenv
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
-		if err := k.Create(context.Background(), o); err != nil {
+		if err := k.Create(t.Context(), o); err != nil {
 			t.Fatalf("creating %s %s: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 		}
 	}
@@ -130,7 +130,7 @@ func crd(t *testing.T, group, kind, plural string, scope apiextensionsv1.Resourc
 			}},
 		},
 	}
-	if err := k.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := k.Create(t.Context(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	gvk := schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}
@@ -199,7 +199,7 @@ func startOperator(t *testing.T, user, finalizer string, kinds ...schema.GroupVe
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // not t.Context(): it runs until its cleanup
 	op := &operator{c: c, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(op.done)
@@ -301,7 +301,7 @@ func waitArmed(t *testing.T, name string) {
 func deleteAll(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
-		if err := k.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+		if err := k.Delete(t.Context(), o); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("deleting %s: %v", o.GetName(), err)
 		}
 	}
@@ -314,7 +314,7 @@ func uninstall(t *testing.T, objs ...client.Object) map[string]error {
 	t.Helper()
 	refused := map[string]error{}
 	for _, o := range objs {
-		err := k.Delete(context.Background(), o)
+		err := k.Delete(t.Context(), o)
 		switch {
 		case apierrors.IsForbidden(err):
 			refused[o.GetName()] = err
@@ -335,7 +335,7 @@ func keptByPlan(t *testing.T, plan string, refused map[string]error, kept ...cli
 		if err := refused[o.GetName()]; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("the DELETE of %s %s should be refused with %q, got %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), want, err)
 		}
-		if err := k.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil {
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil {
 			t.Errorf("%s should be there without a deletionTimestamp: %v %v", o.GetName(), err, o.GetDeletionTimestamp())
 		}
 	}

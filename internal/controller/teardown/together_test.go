@@ -91,7 +91,7 @@ func (c *chart) runningWhileDeleted(t *testing.T) {
 // whichever of the two deletions the controller sees first; deleted
 // alone, while its trigger stays, it is disarmed.
 func TestDeletedWithItsTrigger(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	t.Run("at once, as helm uninstall does", func(t *testing.T) {
 		c := installChart(t, "together-helm", "2m")
 		// Helm deletes kinds it does not know (Teardown) last, right after
