@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -261,6 +262,22 @@ func TestOwnerRuleRights(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		// RBAC's caches follow a new binding within a moment: wait until
+		// the authorizer grants it, so that what follows is decided by the
+		// policy alone (a create right after was once refused by RBAC).
+		ns := tenant
+		if cluster {
+			ns = ""
+		}
+		for _, r := range rules {
+			attrs := authorizationv1.ResourceAttributes{Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0], Namespace: ns}
+			eventually(t, user+" to be allowed to "+attrs.Verb+" "+attrs.Resource, func(ctx context.Context) (bool, error) {
+				review, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+					User: user, ResourceAttributes: &attrs,
+				}}, metav1.CreateOptions{})
+				return err == nil && review.Status.Allowed, nil
+			})
 		}
 	}
 	as := func(user string) dynamic.Interface {
