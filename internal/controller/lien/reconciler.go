@@ -103,11 +103,12 @@ const DefaultWorkers = 4
 // pacing keeps the controller's client budget (50 requests a second by
 // default, a steady reconcile making two or three) from being all taken
 // by one namespace or by resyncs: past a burst of 50, one namespace's
-// events queue 5 requests a second, and resyncs, all liens together, 5 a
-// second (so at more than 300 liens a lien without events is looked at
-// again every liens/5 seconds, not every minute). The budget left is
-// there, with its burst, for a new lien in another namespace
-// (docs/benchmarks.md, section 7).
+// events queue 5 requests a second, and resyncs 5 a second (so at more
+// than 300 liens a lien without events is looked at again every liens/5
+// seconds, not every minute). Each controller has a queue of its own, so
+// these are per controller: the Liens' resyncs and the ClusterLiens' each
+// take 5 a second. The budget left is there, with its burst, for a new
+// lien in another namespace (docs/benchmarks.md, section 7).
 var pacing = fairqueue.Pacing{NamespaceRate: 5, NamespaceBurst: 50, ResyncRate: 5}
 
 // Controllers are the reconcilers of the lien controllers Setup
