@@ -65,6 +65,11 @@ func TestDeniedDeletesAreCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 30*time.Second, "the deferred ConfigMap to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, cm) })
+		// The controller counts the release once its PATCH has returned,
+		// which may be just after the object is seen gone.
+		eventually(t, 10*time.Second, "the deferred delete to be counted", func(context.Context) (bool, error) {
+			return testutil.ToFloat64(deferredDeletes.WithLabelValues("Lien"))-before >= 1, nil
+		})
 		if got := testutil.ToFloat64(deferredDeletes.WithLabelValues("Lien")) - before; got != 1 {
 			t.Errorf("teardown_lien_deferred_deletes_total{kind=Lien} rose by %v, want 1", got)
 		}

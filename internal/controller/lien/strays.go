@@ -116,6 +116,9 @@ func (r *markersReconciler) releaseStrays(ctx context.Context, entry string) err
 			if removed {
 				ctrl.LoggerFrom(ctx).Info("took the stray marker of a gone lien off", "lien", entry, "kind", gvk.Kind, "object", qualified(obj.Namespace, obj.Name))
 				releases.WithLabelValues(of.kind()).Inc()
+				if !obj.DeletionTimestamp.IsZero() {
+					deferredDeletes.WithLabelValues(of.kind()).Inc()
+				}
 			}
 		}
 	}
