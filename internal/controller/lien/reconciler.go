@@ -207,9 +207,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 	r.APIReader = mgr.GetAPIReader()
 	r.Mapper = mgr.GetRESTMapper()
 	r.cache = mgr.GetCache()
-	r.watches = meta.NewSource(r.Mapper, func(ctx context.Context, gvk schema.GroupVersionKind, changed *metav1.PartialObjectMetadata) []reconcile.Request {
-		return r.requestsFor(ctx, gvk, changed)
-	})
+	r.watches = meta.NewSource(r.Mapper, r.requestsFor)
 	r.watched = map[schema.GroupVersionKind]bool{}
 	forObj := r.newObject()
 	name := "lien"

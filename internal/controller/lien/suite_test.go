@@ -27,6 +27,8 @@ var (
 	controllerStop context.CancelFunc
 	// shared is the running controller's metadata cache.
 	shared *metacache.Cache
+	// running is the running controller's reconcilers.
+	running *Controllers
 )
 
 func TestMain(m *testing.M) {
@@ -58,7 +60,7 @@ func startControllerAs(cfg *rest.Config) error {
 	if shared, err = metacache.OrNew(mgr, nil); err != nil {
 		return err
 	}
-	if _, err := Setup(mgr, Options{Cache: shared}); err != nil {
+	if running, err = Setup(mgr, Options{Cache: shared}); err != nil {
 		return err
 	}
 	s, err := testenv.StartManager(mgr)

@@ -8,7 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -143,8 +145,8 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, client.Object(obj), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, changed client.Object) []reconcile.Request {
-		return r.requestsFor(ctx, gvk, changed)
+	src := source.Kind(r.cache, obj, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, changed *metav1.PartialObjectMetadata) []reconcile.Request {
+		return r.requestsFor(ctx, gvk, changed, nil)
 	}))
 	if err := r.controller.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
@@ -192,41 +194,113 @@ func (r *Reconciler) watchedKinds() []schema.GroupVersionKind {
 }
 
 // requestsFor is the map function of the watches: which requests an event
-// of changed, an object of kind gvk, makes. It changes nothing: the liens
-// of this reconciler's kind that name gvk, and, for a CRD, the liens it
-// concerns (crd.go); to the markers controller it hands changed's repair
-// when its markers are broken (repair.go), and the liens, gone, whose
-// entries changed carries (strays.go).
-func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
+// of changed, an object of kind gvk (old: as it was before an update),
+// makes. It changes nothing: the liens of this reconciler's kind the event
+// concerns, and, for a CRD, the liens it concerns (crd.go); to the markers
+// controller it hands changed's repair when its markers are broken
+// (repair.go), and the liens, gone, whose entries changed carries
+// (strays.go).
+func (r *Reconciler) requestsFor(ctx context.Context, gvk schema.GroupVersionKind, changed, old *metav1.PartialObjectMetadata) []reconcile.Request {
 	r.toMarkers.add(r.strayLiens(ctx, changed)...)
 	if len(lien.Problems(changed)) > 0 {
 		r.toMarkers.add(markerRequest{object: objectRef{gvk: gvk, namespace: changed.GetNamespace(), name: changed.GetName()}})
 	}
-	reqs := r.liensNaming(ctx, gvk, changed)
+	reqs := r.liensNaming(ctx, gvk, changed, old)
 	if gvk == crdGVK {
 		reqs = append(reqs, r.liensOnCRD(ctx, changed)...)
 	}
 	return reqs
 }
 
-// liensNaming is the liens this controller serves that name gvk where
-// changed lives. A Lien or ClusterLien follows, on the source, each kind
-// its entries name in each namespace they reach (follow): the event goes
-// straight to the liens that follow its object's kind in its namespace
-// (or, for a cluster-scoped object, cluster-scoped), found by the source
-// in memory (metacache.Source.Followers), so an event in one namespace
-// never reconciles another namespace's liens. A helmReleasesOf ClusterLien
-// follows its kind everywhere: those naming gvk, from the cache by the
-// kinds index.
-func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind, changed client.Object) []reconcile.Request {
+// liensNaming is the liens this controller serves whose work an event of
+// changed (old: before an update) can change. A Lien or ClusterLien
+// follows, on the source, each kind its entries name in each namespace
+// they reach (follow); the source finds in memory the liens that follow
+// changed's kind in its namespace (or, for a cluster-scoped object,
+// cluster-scoped: metacache.Source.Followers), so an event in one
+// namespace never reconciles another namespace's liens, and of those only
+// the liens the object concerns are asked (concerns): in a namespace of a
+// hundred liens of one kind, an object's relabel reconciles the one or two
+// that select it, not all hundred (docs/benchmarks.md, section 7). A
+// helmReleasesOf ClusterLien follows its kind everywhere: those naming
+// gvk, from the cache by the kinds index.
+func (r *Reconciler) liensNaming(ctx context.Context, gvk schema.GroupVersionKind, changed, old *metav1.PartialObjectMetadata) []reconcile.Request {
 	if r.helmReleases {
 		return r.requests(ctx, client.MatchingFields{kindsField: gvkKey(gvk)})
 	}
 	var reqs []reconcile.Request
 	for _, key := range r.watches.Followers(gvk, client.ObjectKeyFromObject(changed)) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		if r.concerns(ctx, key, gvk.GroupKind(), changed, old) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
 	}
 	return reqs
+}
+
+// concerns reports whether the lien key may have work to do for an event
+// of objs (the object now and, after an update, before it), from the
+// lien in the cache: an entry of its spec (protect or heldBy) names or
+// selects the object now or before, the object carries the lien's entry
+// now or before, or the lien's status lists it. A lien's reconcile reads
+// nothing else of the object (what it selects, what carries its entry,
+// what its status lists), so for any other object it would do nothing.
+// The object before an update counts, so an object leaving a selector
+// reaches the lien even if the lien has not marked it yet (its reconcile
+// under way may have seen it selected). When in doubt (the lien not in the
+// cache, markers or a selector that cannot be read), the lien is asked.
+func (r *Reconciler) concerns(ctx context.Context, key types.NamespacedName, gk schema.GroupKind, objs ...*metav1.PartialObjectMetadata) bool {
+	o := r.newObject()
+	if err := r.Client.Get(ctx, key, o.unwrap()); err != nil {
+		return true
+	}
+	entry := lien.Key(key.Namespace, key.Name)
+	sp, st := o.spec(), o.status()
+	for _, obj := range objs {
+		if obj == nil {
+			continue
+		}
+		if has, err := lien.Has(obj, entry); err != nil || has {
+			return true
+		}
+		if slices.ContainsFunc(sp.refs(), func(x ref) bool { return x.selects(gk, obj) }) {
+			return true
+		}
+		if slices.ContainsFunc(slices.Concat(st.Protected, st.HeldBy), func(s v1alpha1.ObjectStatus) bool { return lists(s, gk, obj) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// selects reports whether x may name or select obj, of kind gk: its kind,
+// its namespace if it names one, and its name or selector, matched against
+// the labels the cache keeps (metacache.Trim). An entry with neither, a
+// selector that cannot be read, or a copy whose labels the cache dropped
+// (past metacache.LabelBudget), may select anything.
+func (x ref) selects(gk schema.GroupKind, obj *metav1.PartialObjectMetadata) bool {
+	gv, err := schema.ParseGroupVersion(x.APIVersion)
+	if err != nil || gv.WithKind(x.Kind).GroupKind() != gk {
+		return false // resolve refuses it, or another kind: it selects nothing of gk
+	}
+	switch {
+	case x.Namespace != "" && x.Namespace != obj.Namespace:
+		return false
+	case x.Name != "":
+		return x.Name == obj.Name
+	case x.Selector != nil:
+		if !metacache.LabelsKnown(obj) {
+			return true // labels past the cache's budget: they may match
+		}
+		sel, err := metav1.LabelSelectorAsSelector(x.Selector)
+		return err != nil || sel.Matches(labels.Set(obj.Labels))
+	}
+	return true
+}
+
+// lists reports whether s, an object a lien's status lists, is obj.
+func lists(s v1alpha1.ObjectStatus, gk schema.GroupKind, obj *metav1.PartialObjectMetadata) bool {
+	gv, err := schema.ParseGroupVersion(s.APIVersion)
+	return err == nil && gv.WithKind(s.Kind).GroupKind() == gk && s.Namespace == obj.Namespace && s.Name == obj.Name
 }
 
 // requests is a request for each lien this controller serves that the

@@ -20,8 +20,10 @@ import (
 )
 
 // Requests is what a Source asks to reconcile when obj, of kind gvk,
-// changes.
-type Requests func(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) []reconcile.Request
+// changes; old is obj as it was before an update (nil for an add or a
+// delete), so that a Requests filtering by labels finds those whose
+// selector obj has just left.
+type Requests func(ctx context.Context, gvk schema.GroupVersionKind, obj, old *metav1.PartialObjectMetadata) []reconcile.Request
 
 // Source is a controller-runtime source of a controller's events from the
 // cache: it watches what the controller keeps (Keep: for good) and what
@@ -128,20 +130,20 @@ func (s *Source) Start(ctx context.Context, queue workqueue.TypedRateLimitingInt
 }
 
 func (s *Source) handler(gvk schema.GroupVersionKind) cache.ResourceEventHandler {
-	enqueue := func(obj any) {
+	enqueue := func(obj, old any) {
 		m := Object(obj)
 		if m == nil {
 			return
 		}
 		<-s.started
-		for _, req := range s.requests(s.ctx, gvk, m) {
+		for _, req := range s.requests(s.ctx, gvk, m, Object(old)) {
 			s.queue.Add(req)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
+		AddFunc:    func(obj any) { enqueue(obj, nil) },
+		UpdateFunc: func(old, obj any) { enqueue(obj, old) },
+		DeleteFunc: func(obj any) { enqueue(obj, nil) },
 	}
 }
 

@@ -42,7 +42,7 @@ func TestFollowersShareOneWatchPerResource(t *testing.T) {
 		mu   sync.Mutex
 		seen = map[types.NamespacedName]bool{}
 	)
-	src := c.NewSourceWideAt(mapper, func(_ context.Context, _ schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	src := c.NewSourceWideAt(mapper, func(_ context.Context, _ schema.GroupVersionKind, obj, _ *metav1.PartialObjectMetadata) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}}}
 	}, 2)
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())

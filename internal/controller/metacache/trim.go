@@ -14,6 +14,12 @@ import (
 // Trim is the informers' transform: it keeps, in place, only the fields
 // teardown's controllers read, and shares repeated strings and maps with
 // other objects (see intern). Objects of other types pass unchanged.
+//
+// Of the annotations it keeps teardown's own; of the labels, every label
+// while the others take at most LabelBudget bytes (keys and values: a lien's
+// selector is matched against them when an event is routed), and past that
+// teardown's own and LabelsDropped, so that what a tenant writes on its
+// objects costs the controller a bounded amount of memory per object.
 func Trim(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -21,6 +27,24 @@ func Trim(obj any) (any, error) {
 	}
 	table.trim(m)
 	return m, nil
+}
+
+// LabelBudget is how many bytes of an object's labels other than
+// teardown's own (keys and values) a trimmed copy keeps. Labels, even
+// Helm's and the recommended app.kubernetes.io ones, take a few hundred.
+const LabelBudget = 1024
+
+// LabelsDropped is the label key a trimmed copy carries, with an empty
+// value, when its labels other than teardown's own passed LabelBudget and
+// were dropped: no real label has an empty key.
+const LabelsDropped = ""
+
+// LabelsKnown reports whether obj's labels are all there: false for a
+// trimmed copy whose labels were dropped (LabelsDropped), which a label
+// selector can then not be matched against.
+func LabelsKnown(obj metav1.Object) bool {
+	_, dropped := obj.GetLabels()[LabelsDropped]
+	return !dropped
 }
 
 // table is the process's table of repeated values.
@@ -74,8 +98,8 @@ func (t *intern) trim(m *metav1.PartialObjectMetadata) {
 		CreationTimestamp: m.CreationTimestamp, // an OwnerRule never binds a dependent older than its owner
 		DeletionTimestamp: m.DeletionTimestamp,
 		Finalizers:        t.list(m.Finalizers),
-		Labels:            t.set(m.Labels),
-		Annotations:       t.set(m.Annotations),
+		Labels:            t.set(keptLabels(m.Labels)),
+		Annotations:       t.set(m.Annotations, ours),
 	}
 }
 
@@ -108,15 +132,15 @@ func (t *intern) list(l []string) []string {
 	return c
 }
 
-// set returns the table's copy of the teardown.dev/ entries of m, nil if
-// there are none. Callers never write to a cached object's maps (a write
+// set returns the table's copy of the entries of m that keep keeps, nil
+// if there are none. Callers never write to a cached object's maps (a write
 // is a patch of a copy), so one map may serve every object.
-func (t *intern) set(m map[string]string) map[string]string {
+func (t *intern) set(m map[string]string, keep func(string) bool) map[string]string {
 	b := &t.scratch
 	b.Reset()
 	n := 0
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !strings.HasPrefix(k, v1alpha1.KeyPrefix) {
+		if !keep(k) {
 			continue
 		}
 		n++
@@ -133,10 +157,31 @@ func (t *intern) set(m map[string]string) map[string]string {
 	}
 	c := make(map[string]string, n)
 	for k, v := range m {
-		if strings.HasPrefix(k, v1alpha1.KeyPrefix) {
+		if keep(k) {
 			c[t.str(k)] = v
 		}
 	}
 	t.sets[b.String()] = c
 	return c
+}
+
+// ours keeps teardown's own keys.
+func ours(k string) bool { return strings.HasPrefix(k, v1alpha1.KeyPrefix) }
+
+// keptLabels is what Trim keeps of labels: every one while those not
+// teardown's take at most LabelBudget bytes; else teardown's own, and
+// LabelsDropped.
+func keptLabels(labels map[string]string) (map[string]string, func(string) bool) {
+	size := 0
+	for k, v := range labels {
+		if !ours(k) {
+			size += len(k) + len(v)
+		}
+	}
+	if size <= LabelBudget {
+		return labels, func(string) bool { return true }
+	}
+	labels = maps.Clone(labels)
+	labels[LabelsDropped] = ""
+	return labels, func(k string) bool { return k == LabelsDropped || ours(k) }
 }

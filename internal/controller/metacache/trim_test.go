@@ -1,7 +1,9 @@
 package metacache
 
 import (
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +40,7 @@ func TestTrimKeepsWhatTheControllersRead(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "a", Namespace: "shop", UID: "uid-a", ResourceVersion: "42", CreationTimestamp: deleted, DeletionTimestamp: &deleted,
-			Labels:      map[string]string{"teardown.dev/owned": "true"},
+			Labels:      map[string]string{"app": "shop", "teardown.dev/owned": "true"},
 			Annotations: map[string]string{"teardown.dev/owners": `[{"uid":"u"}]`},
 			Finalizers:  []string{"teardown.dev/lien", "kubernetes"},
 		},
@@ -48,11 +50,35 @@ func TestTrimKeepsWhatTheControllersRead(t *testing.T) {
 	}
 }
 
-func TestTrimDropsForeignMarkers(t *testing.T) {
-	got, _ := Trim(object("b", map[string]string{"app": "shop"}, map[string]string{"note": "x"}))
+func TestTrimDropsForeignAnnotations(t *testing.T) {
+	got, _ := Trim(object("b", nil, map[string]string{"note": "x"}))
 	m := got.(*metav1.PartialObjectMetadata)
 	if m.Labels != nil || m.Annotations != nil || m.Finalizers != nil {
 		t.Errorf("labels %v, annotations %v, finalizers %v: want none", m.Labels, m.Annotations, m.Finalizers)
+	}
+	if !LabelsKnown(m) {
+		t.Error("LabelsKnown of an object without labels: false, want true")
+	}
+}
+
+// TestTrimBoundsLabels: labels are kept for lien selectors to be matched
+// against, but a tenant writing large labels on its objects makes the
+// controller hold at most LabelBudget bytes of them per object: past it,
+// teardown's own and LabelsDropped.
+func TestTrimBoundsLabels(t *testing.T) {
+	within := map[string]string{"app": strings.Repeat("a", LabelBudget-len("app")), "teardown.dev/lien": "deny"}
+	got, _ := Trim(object("within", within, nil))
+	if m := got.(*metav1.PartialObjectMetadata); !maps.Equal(m.Labels, within) || !LabelsKnown(m) {
+		t.Errorf("labels of %d bytes: kept %d of them, LabelsKnown %v; want all, true", LabelBudget, len(m.Labels), LabelsKnown(m))
+	}
+	past := map[string]string{"app": strings.Repeat("a", LabelBudget), "teardown.dev/lien": "deny"}
+	got, _ = Trim(object("past", past, nil))
+	want := map[string]string{LabelsDropped: "", "teardown.dev/lien": "deny"}
+	if m := got.(*metav1.PartialObjectMetadata); !maps.Equal(m.Labels, want) || LabelsKnown(m) {
+		t.Errorf("labels past the budget: kept %v, LabelsKnown %v; want %v, false", m.Labels, LabelsKnown(m), want)
+	}
+	if len(past) != 2 {
+		t.Errorf("Trim changed the labels map it was given: %d labels, want 2", len(past))
 	}
 }
 
@@ -60,8 +86,8 @@ func TestTrimSharesRepeatedValues(t *testing.T) {
 	owners := `[{"apiVersion":"v1","kind":"ConfigMap","namespace":"shop","name":"owner","uid":"u"}]`
 	objs := []*metav1.PartialObjectMetadata{
 		object("a", map[string]string{"app": "a", "teardown.dev/owned": "true"}, map[string]string{"teardown.dev/owners": owners}, "f"),
-		object("b", map[string]string{"app": "b", "teardown.dev/owned": "true"}, map[string]string{"teardown.dev/owners": owners, "other": "1"}, "f"),
-		object("c", map[string]string{"teardown.dev/owned": "true"}, map[string]string{"teardown.dev/owners": owners + " "}, "g"),
+		object("b", map[string]string{"app": "a", "teardown.dev/owned": "true"}, map[string]string{"teardown.dev/owners": owners, "other": "1"}, "f"),
+		object("c", map[string]string{"app": "a", "teardown.dev/owned": "true"}, map[string]string{"teardown.dev/owners": owners + " "}, "g"),
 	}
 	for _, o := range objs {
 		if _, err := Trim(o); err != nil {
@@ -70,7 +96,7 @@ func TestTrimSharesRepeatedValues(t *testing.T) {
 	}
 	same := func(a, b any) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
 	got := []bool{
-		same(objs[0].Labels, objs[1].Labels),           // equal teardown labels: one map
+		same(objs[0].Labels, objs[1].Labels),           // equal labels: one map
 		same(objs[0].Labels, objs[2].Labels),           // same
 		same(objs[0].Annotations, objs[1].Annotations), // equal teardown annotations: one map
 		same(objs[0].Annotations, objs[2].Annotations), // another owners value: another map

@@ -726,7 +726,7 @@ func (r *Reconciler) trigger(ctx context.Context, t *v1alpha1.Teardown) (*metav1
 
 // teardownsOfTrigger is which Teardowns look again when o, an object of
 // kind gvk some Teardown names as its trigger, changes.
-func (r *Reconciler) teardownsOfTrigger(ctx context.Context, gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) []reconcile.Request {
+func (r *Reconciler) teardownsOfTrigger(ctx context.Context, gvk schema.GroupVersionKind, o, _ *metav1.PartialObjectMetadata) []reconcile.Request {
 	var reqs []reconcile.Request
 	if gvk == corev1.SchemeGroupVersion.WithKind("Namespace") {
 		reqs = r.teardownsInNamespace(ctx, o.GetName())
