@@ -133,13 +133,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Controllers, error) {
 		o.MaxConcurrentReconciles = DefaultWorkers
 	}
 	toMarkers := &handOver{}
-	listClusterLiens := listOf(func(l *v1alpha1.ClusterLienList) []v1alpha1.ClusterLien { return l.Items },
-		func(l *v1alpha1.ClusterLien) object { return clusterLienObj{l} })
 	liens := []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
-			list: listOf(func(l *v1alpha1.LienList) []v1alpha1.Lien { return l.Items },
-				func(l *v1alpha1.Lien) object { return lienObj{l} }),
+			list:      listLiens,
 		},
 		{
 			newObject: func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
@@ -163,8 +160,16 @@ func Setup(mgr ctrl.Manager, o Options) (*Controllers, error) {
 	return &Controllers{Lien: liens[0], ClusterLien: liens[1], HelmReleases: helmReleases}, nil
 }
 
-// listOf is a Reconciler's list for the list type L: it lists, and wraps
-// each of the list's items as an object.
+// listLiens and listClusterLiens list the liens of one kind, as objects.
+var (
+	listLiens = listOf(func(l *v1alpha1.LienList) []v1alpha1.Lien { return l.Items },
+		func(l *v1alpha1.Lien) object { return lienObj{l} })
+	listClusterLiens = listOf(func(l *v1alpha1.ClusterLienList) []v1alpha1.ClusterLien { return l.Items },
+		func(l *v1alpha1.ClusterLien) object { return clusterLienObj{l} })
+)
+
+// listOf lists the liens of the list type PL, each of its items wrapped
+// as an object.
 func listOf[L any, PL interface {
 	*L
 	client.ObjectList
