@@ -40,14 +40,7 @@ func problems(labels, annotations map[string]string, finalizers []string, deleti
 	if annotated && err != nil {
 		out = append(out, fmt.Sprintf("annotation %s is not a JSON list of liens", Annotation))
 	}
-	deny, deferred := false, false
-	for _, e := range entries {
-		if e.Deny() {
-			deny = true
-		} else {
-			deferred = true
-		}
-	}
+	deny, deferred := modes(entries)
 	want := ""
 	switch {
 	case deny:

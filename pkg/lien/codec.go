@@ -122,14 +122,7 @@ func Has(obj metav1.Object, lien string) (bool, error) {
 func write(obj metav1.Object, entries []Entry) (bool, error) {
 	before := snapshot(obj)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Lien, b.Lien) })
-	deny, deferred := false, false
-	for _, e := range entries {
-		if e.Deny() {
-			deny = true
-		} else {
-			deferred = true
-		}
-	}
+	deny, deferred := modes(entries)
 
 	annotations := obj.GetAnnotations()
 	labels := obj.GetLabels()
@@ -165,6 +158,18 @@ func write(obj metav1.Object, entries []Entry) (bool, error) {
 		obj.SetFinalizers(slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == Finalizer }))
 	}
 	return snapshot(obj) != before, nil
+}
+
+// modes reports whether any of entries is Deny, and whether any is Defer.
+func modes(entries []Entry) (deny, deferred bool) {
+	for _, e := range entries {
+		if e.Deny() {
+			deny = true
+		} else {
+			deferred = true
+		}
+	}
+	return deny, deferred
 }
 
 // snapshot is the part of obj that write changes, for change detection.

@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -14,6 +15,19 @@ import (
 func OutputFlag(cmd *cobra.Command, p *string, formats ...string) {
 	*p = formats[0]
 	cmd.Flags().VarP(&choice{p: p, allowed: formats}, "output", "o", "output format: "+orList(formats))
+}
+
+// WriteAnswer writes answer to w in the format -o chose, for the commands
+// whose -o is text or json: with asJSON for "json", with asText otherwise.
+func WriteAnswer[T any](w io.Writer, format string, answer T, asText, asJSON func(io.Writer, T) error) error {
+	write := asText
+	if format == "json" {
+		write = asJSON
+	}
+	if err := write(w, answer); err != nil {
+		return fmt.Errorf("writing the answer: %w", err)
+	}
+	return nil
 }
 
 // choice is a string flag that takes one of allowed.

@@ -2,6 +2,9 @@ package cmdutil
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,4 +46,24 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestWriteAnswer(t *testing.T) {
+	asText := func(w io.Writer, n int) error { _, err := fmt.Fprintf(w, "%d things\n", n); return err }
+	asJSON := func(w io.Writer, n int) error { _, err := fmt.Fprintf(w, `{"things":%d}`+"\n", n); return err }
+	for format, want := range map[string]string{"text": "3 things\n", "json": `{"things":3}` + "\n"} {
+		var b bytes.Buffer
+		if err := WriteAnswer(&b, format, 3, asText, asJSON); err != nil {
+			t.Fatalf("-o %s: %v", format, err)
+		}
+		if diff := cmp.Diff(want, b.String()); diff != "" {
+			t.Errorf("-o %s (-want +got):\n%s", format, diff)
+		}
+	}
+	broken := errors.New("broken pipe")
+	fail := func(io.Writer, int) error { return broken }
+	err := WriteAnswer(io.Discard, "json", 3, asText, fail)
+	if !errors.Is(err, broken) || err.Error() != "writing the answer: broken pipe" {
+		t.Errorf("a failed write: %v, want writing the answer: broken pipe", err)
+	}
 }

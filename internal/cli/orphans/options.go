@@ -2,7 +2,6 @@ package orphans
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -59,13 +58,8 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 		return err
 	}
 	found := Find(facts)
-	if o.Output == "json" {
-		err = RenderJSON(out, found)
-	} else {
-		err = Render(out, found)
-	}
-	if err != nil {
-		return fmt.Errorf("writing the answer: %w", err)
+	if err := cmdutil.WriteAnswer(out, o.Output, found, Render, RenderJSON); err != nil {
+		return err
 	}
 	if len(found) > 0 {
 		return &cmdutil.FindingError{Summary: cmdutil.Plural(len(found), "orphan found", "orphans found")}

@@ -74,13 +74,8 @@ func (o *Options) Run(ctx context.Context, flags *genericclioptions.ConfigFlags,
 		return err
 	}
 	d := Diagnose(facts)
-	if o.Output == "json" {
-		err = RenderJSON(out, d)
-	} else {
-		err = Render(out, d)
-	}
-	if err != nil {
-		return fmt.Errorf("writing the answer: %w", err)
+	if err := cmdutil.WriteAnswer(out, o.Output, d, Render, RenderJSON); err != nil {
+		return err
 	}
 	if n := d.Blocking(); n > 0 {
 		return &cmdutil.FindingError{Summary: fmt.Sprintf("%s: %s", resource.Ref(target), cmdutil.Plural(n, "finding holds its deletion", "findings hold its deletion"))}

@@ -84,6 +84,25 @@ func selects(d v1alpha1.OwnerRuleDependent, o metav1.Object) bool {
 	return err == nil && sel.Matches(labels.Set(o.GetLabels()))
 }
 
+// isKind reports whether k, an OwnerRule's owner or dependent kind, is
+// gvk's group and kind (in any version).
+func isKind(k v1alpha1.OwnerRuleKind, gvk schema.GroupVersionKind) bool {
+	gv, err := schema.ParseGroupVersion(k.APIVersion)
+	return err == nil && gv.Group == gvk.Group && k.Kind == gvk.Kind
+}
+
+// ruleMapping is the resource of k, an OwnerRule's owner or dependent
+// kind; false when its apiVersion does not parse or the kind is not served
+// (the rule's Accepted condition says so).
+func ruleMapping(c *resource.Clients, k v1alpha1.OwnerRuleKind) (*apimeta.RESTMapping, bool) {
+	gv, err := schema.ParseGroupVersion(k.APIVersion)
+	if err != nil {
+		return nil, false
+	}
+	m, err := c.Mapper.RESTMapping(gv.WithKind(k.Kind).GroupKind(), gv.Version)
+	return m, err == nil
+}
+
 // gatherRuleOwners reads the OwnerRules whose dependent kind is the
 // target's, and the owners each names the target from, read in full (their
 // fields name the dependent). What cannot be read is left out: why works
@@ -95,17 +114,12 @@ func gatherRuleOwners(ctx context.Context, c *resource.Clients, f *Facts, rules 
 	var out []RuleOwner
 	for i := range rules {
 		r := &rules[i]
-		dgv, err := schema.ParseGroupVersion(r.Spec.Dependent.APIVersion)
-		if err != nil || dgv.Group != gvk.Group || r.Spec.Dependent.Kind != gvk.Kind || !selects(r.Spec.Dependent, target) {
+		if !isKind(r.Spec.Dependent.OwnerRuleKind, gvk) || !selects(r.Spec.Dependent, target) {
 			continue
 		}
-		ogv, err := schema.ParseGroupVersion(r.Spec.Owner.APIVersion)
-		if err != nil {
+		m, ok := ruleMapping(c, r.Spec.Owner)
+		if !ok {
 			continue
-		}
-		m, err := c.Mapper.RESTMapping(ogv.WithKind(r.Spec.Owner.Kind).GroupKind(), ogv.Version)
-		if err != nil {
-			continue // not served: the rule's Accepted condition says so
 		}
 		// Without namespaceFrom a namespaced owner names a dependent in
 		// its own namespace: only those owners can name the target.
@@ -275,17 +289,12 @@ func gatherRuleDependents(ctx context.Context, c *resource.Clients, f *Facts, ru
 	var out []RuleDependent
 	for i := range rules {
 		r := &rules[i]
-		ogv, err := schema.ParseGroupVersion(r.Spec.Owner.APIVersion)
-		if err != nil || ogv.Group != gvk.Group || r.Spec.Owner.Kind != gvk.Kind {
+		if !isKind(r.Spec.Owner, gvk) {
 			continue
 		}
-		dgv, err := schema.ParseGroupVersion(r.Spec.Dependent.APIVersion)
-		if err != nil {
+		m, ok := ruleMapping(c, r.Spec.Dependent.OwnerRuleKind)
+		if !ok {
 			continue
-		}
-		m, err := c.Mapper.RESTMapping(dgv.WithKind(r.Spec.Dependent.Kind).GroupKind(), dgv.Version)
-		if err != nil {
-			continue // not served: the rule's Accepted condition says so
 		}
 		namespaced := m.Scope.Name() == apimeta.RESTScopeNameNamespace
 		ns, name, ok := dependents.RuleDependent(r.Spec.Dependent, f.Object, namespaced)

@@ -236,22 +236,15 @@ func names(l object, obj *metav1.PartialObjectMetadata) bool {
 // allLiens lists the Liens and ClusterLiens opts select (every one
 // without opts).
 func allLiens(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
-	var ls v1alpha1.LienList
-	if err := c.List(ctx, &ls, opts...); err != nil {
+	ls, err := listLiens(ctx, c, opts...)
+	if err != nil {
 		return nil, fmt.Errorf("listing liens: %w", err)
 	}
-	var cls v1alpha1.ClusterLienList
-	if err := c.List(ctx, &cls, opts...); err != nil {
+	cls, err := listClusterLiens(ctx, c, opts...)
+	if err != nil {
 		return nil, fmt.Errorf("listing cluster liens: %w", err)
 	}
-	var out []object
-	for i := range ls.Items {
-		out = append(out, lienObj{&ls.Items[i]})
-	}
-	for i := range cls.Items {
-		out = append(out, clusterLienObj{&cls.Items[i]})
-	}
-	return out, nil
+	return append(ls, cls...), nil
 }
 
 // readLien reads, live, the lien an entry names ("ns/name" a Lien, "name"

@@ -78,14 +78,7 @@ func (l lienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf { return nil }
 func (l lienObj) unwrap() client.Object                    { return l.Lien }
 func (l lienObj) deepCopy() object                         { return lienObj{l.DeepCopy()} }
 func (l lienObj) spec() spec {
-	conv := func(field string, ts []v1alpha1.LienTarget) []ref {
-		var out []ref
-		for i, t := range ts {
-			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector, Resource: t.Resource})
-		}
-		return out
-	}
-	return spec{protect: conv("spec.protect", l.Spec.Protect), heldBy: conv("spec.heldBy", l.Spec.HeldBy), mode: modeOrDefault(l.Spec.Mode), reason: l.Spec.Reason}
+	return spec{protect: targetRefs("spec.protect", l.Spec.Protect), heldBy: targetRefs("spec.heldBy", l.Spec.HeldBy), mode: modeOrDefault(l.Spec.Mode), reason: l.Spec.Reason}
 }
 
 type clusterLienObj struct{ *v1alpha1.ClusterLien }
@@ -98,14 +91,19 @@ func (l clusterLienObj) helmReleasesOf() *v1alpha1.HelmReleasesOf {
 	return l.Spec.HelmReleasesOf
 }
 func (l clusterLienObj) spec() spec {
-	conv := func(field string, ts []v1alpha1.ClusterLienTarget) []ref {
-		var out []ref
-		for i, t := range ts {
-			out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector, Resource: t.Resource})
-		}
-		return out
+	return spec{protect: targetRefs("spec.protect", l.Spec.Protect), heldBy: targetRefs("spec.heldBy", l.Spec.HeldBy), mode: modeOrDefault(l.Spec.Mode), reason: l.Spec.Reason}
+}
+
+// targetRefs is the refs of a Lien's or ClusterLien's protect or heldBy
+// entries, each named by its field. The two target types have the same
+// fields: one converts to the other.
+func targetRefs[T v1alpha1.LienTarget | v1alpha1.ClusterLienTarget](field string, targets []T) []ref {
+	var out []ref
+	for i, x := range targets {
+		t := v1alpha1.ClusterLienTarget(x)
+		out = append(out, ref{Field: fmt.Sprintf("%s[%d]", field, i), APIVersion: t.APIVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, Selector: t.Selector, Resource: t.Resource})
 	}
-	return spec{protect: conv("spec.protect", l.Spec.Protect), heldBy: conv("spec.heldBy", l.Spec.HeldBy), mode: modeOrDefault(l.Spec.Mode), reason: l.Spec.Reason}
+	return out
 }
 
 func modeOrDefault(m v1alpha1.LienMode) v1alpha1.LienMode {

@@ -133,31 +133,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Controllers, error) {
 		o.MaxConcurrentReconciles = DefaultWorkers
 	}
 	toMarkers := &handOver{}
-	listClusterLiens := func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
-		var l v1alpha1.ClusterLienList
-		if err := c.List(ctx, &l, opts...); err != nil {
-			return nil, err
-		}
-		var out []object
-		for i := range l.Items {
-			out = append(out, clusterLienObj{&l.Items[i]})
-		}
-		return out, nil
-	}
 	liens := []*Reconciler{
 		{
 			newObject: func() object { return lienObj{&v1alpha1.Lien{}} },
-			list: func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
-				var l v1alpha1.LienList
-				if err := c.List(ctx, &l, opts...); err != nil {
-					return nil, err
-				}
-				var out []object
-				for i := range l.Items {
-					out = append(out, lienObj{&l.Items[i]})
-				}
-				return out, nil
-			},
+			list:      listLiens,
 		},
 		{
 			newObject: func() object { return clusterLienObj{&v1alpha1.ClusterLien{}} },
@@ -179,6 +158,34 @@ func Setup(mgr ctrl.Manager, o Options) (*Controllers, error) {
 		return nil, err
 	}
 	return &Controllers{Lien: liens[0], ClusterLien: liens[1], HelmReleases: helmReleases}, nil
+}
+
+// listLiens and listClusterLiens list the liens of one kind, as objects.
+var (
+	listLiens = listOf(func(l *v1alpha1.LienList) []v1alpha1.Lien { return l.Items },
+		func(l *v1alpha1.Lien) object { return lienObj{l} })
+	listClusterLiens = listOf(func(l *v1alpha1.ClusterLienList) []v1alpha1.ClusterLien { return l.Items },
+		func(l *v1alpha1.ClusterLien) object { return clusterLienObj{l} })
+)
+
+// listOf lists the liens of the list type PL, each of its items wrapped
+// as an object.
+func listOf[L any, PL interface {
+	*L
+	client.ObjectList
+}, I any](items func(PL) []I, wrap func(*I) object) func(context.Context, client.Reader, ...client.ListOption) ([]object, error) {
+	return func(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]object, error) {
+		l := PL(new(L))
+		if err := c.List(ctx, l, opts...); err != nil {
+			return nil, err
+		}
+		is := items(l)
+		var out []object
+		for i := range is {
+			out = append(out, wrap(&is[i]))
+		}
+		return out, nil
+	}
 }
 
 // setupMarkers registers the markers controller, on the requests the lien
