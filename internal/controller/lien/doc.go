@@ -38,6 +38,8 @@
 // label are watched, and, while a lien names them, what each of its
 // entries selects: metadata only, on the shared cache (watch.go). An
 // event goes straight to the liens that follow its object's kind in its
-// namespace (metacache.Source.Followers); a map function changes nothing,
-// it only says which requests an event makes.
+// namespace (metacache.Source.Followers) and that it concerns (concerns:
+// an entry names or selects the object, now or before the update, the
+// object carries the lien's entry, or the status lists it); a map function
+// changes nothing, it only says which requests an event makes.
 package lien

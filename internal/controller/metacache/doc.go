@@ -15,8 +15,10 @@
 // cluster-wide past WideAt, so WATCHes grow with the kinds named only.
 //
 // Each copy is trimmed (Trim) to the fields teardown's controllers read:
-// name, namespace, UID, resourceVersion, deletionTimestamp, finalizers and
-// teardown's own labels and annotations. Strings and maps that repeat across
+// name, namespace, UID, resourceVersion, deletionTimestamp, finalizers,
+// teardown's own annotations, and the labels while those not teardown's
+// take at most LabelBudget bytes (else teardown's own, and LabelsDropped),
+// for lien selectors to be matched in memory. Strings and maps that repeat across
 // objects (namespaces, finalizer lists, the `teardown.dev/owned` label, the
 // owners annotation of the dependents of one owner) are stored once. This is
 // what keeps teardown's memory under half of kube-controller-manager's
