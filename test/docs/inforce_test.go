@@ -3,7 +3,6 @@
 package docs
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,14 +62,14 @@ func TestALienNotInForceIsNeverSilent(t *testing.T) {
 			}
 			// Nothing else is done: the grant alone makes the lien protect.
 			waitFor(t, 45*time.Second, "the Secret to be protected after the grant", func() bool {
-				out, err := command(context.Background(), "kubectl -n app get secret s1 -o jsonpath='{.metadata.labels.teardown\\.dev/lien}'").CombinedOutput()
+				out, err := command(t.Context(), "kubectl -n app get secret s1 -o jsonpath='{.metadata.labels.teardown\\.dev/lien}'").CombinedOutput()
 				return err == nil && string(out) == "true"
 			})
 			waitFor(t, 30*time.Second, "kubectl get liens to show keep-s1 ready", func() bool {
 				return strings.Contains(fieldsOf(run(t, "kubectl get liens -n app"), "keep-s1"), "Deny True Resolved")
 			})
 		case cmd == "kubectl -n app delete secret s1":
-			out, err := command(context.Background(), line).CombinedOutput()
+			out, err := command(t.Context(), line).CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "protected by teardown lien(s)") || !strings.Contains(string(out), "app/keep-s1") {
 				t.Errorf("%s: %v %s; want refused naming the lien", cmd, err, out)
 			}

@@ -105,7 +105,7 @@ func TestInstallingOnACluster(t *testing.T) {
 // returns once the controller says whom it acts as; stop ends it.
 func startController(t *testing.T, line string) (log *syncBuffer, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cmd := command(ctx, line)
 	log = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
@@ -146,10 +146,10 @@ spec:
   reason: needed while holder exists
 YAML`)
 	waitFor(t, 60*time.Second, "the Secret to be protected", func() bool {
-		out, err := command(context.Background(), "kubectl -n race get secret release -o jsonpath='{.metadata.labels.teardown\\.dev/lien}'").CombinedOutput()
+		out, err := command(t.Context(), "kubectl -n race get secret release -o jsonpath='{.metadata.labels.teardown\\.dev/lien}'").CombinedOutput()
 		return err == nil && string(out) == "true"
 	})
-	out, err := command(context.Background(), "kubectl -n race delete secret release").CombinedOutput()
+	out, err := command(t.Context(), "kubectl -n race delete secret release").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "teardown lien") {
 		t.Errorf("deleting the protected Secret: %v %s; want refused naming the lien", err, out)
 	}
@@ -170,7 +170,7 @@ func TestLocalControlPlane(t *testing.T) {
 		}
 	}
 	// down: nothing keeps running, and env has nothing to point at.
-	if out, err := command(context.Background(), "bin/teardown local env", "TEARDOWN_CACHE="+cache).CombinedOutput(); err == nil {
+	if out, err := command(t.Context(), "bin/teardown local env", "TEARDOWN_CACHE="+cache).CombinedOutput(); err == nil {
 		t.Errorf("after local down, local env still answers: %s", out)
 	}
 }
@@ -221,7 +221,7 @@ func sharedBinaries(t *testing.T) string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	}); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)

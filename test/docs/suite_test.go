@@ -86,7 +86,7 @@ func command(ctx context.Context, line string, env ...string) *exec.Cmd {
 // run runs line and returns its combined output, failing the test if it fails.
 func run(t *testing.T, line string, env ...string) string {
 	t.Helper()
-	out, err := command(context.Background(), line, env...).CombinedOutput()
+	out, err := command(t.Context(), line, env...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", line, err, out)
 	}

@@ -4,7 +4,6 @@ package sriov
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"regexp"
 	"slices"
@@ -22,8 +21,7 @@ import (
 // what each path leaves without teardown, and that nothing is left with it
 // but what no uninstall of a Helm release removes.
 func TestDemoScenario(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx := t.Context()
 	var out bytes.Buffer
 	env, err := demo.NewEnv(cfg, &out)
 	if err != nil {

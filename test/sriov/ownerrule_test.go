@@ -49,8 +49,7 @@ const ownerRuleDoc, ownerRuleHeading = "../../docs/owners.md", "## Owner rules: 
 // and the SriovNetwork that own it. teardown runs in both halves: without
 // the rule it does not delete them.
 func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx := t.Context()
 	denv, err := demo.NewEnv(cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +71,7 @@ func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 	left := func(t *testing.T, before map[string]harness.Object) []string {
 		t.Helper()
 		var out []string
-		for _, k := range harness.Leftovers(before, snapshot(ctx, t)) {
+		for _, k := range harness.Leftovers(before, snapshot(t.Context(), t)) {
 			if strings.HasPrefix(k, "sriovnetworks.") || slices.ContainsFunc(harness.NetworkNamespaces, func(n string) bool { return strings.Contains(k, " "+n+"/") }) {
 				out = append(out, k)
 			}
@@ -83,6 +82,7 @@ func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 	// then waits until they are gone.
 	deleteNetworks := func(t *testing.T, e *harness.Env) {
 		t.Helper()
+		ctx := t.Context()
 		e.Operator.Stop()
 		for i := range harness.NetworkNamespaces {
 			if err := e.Dyn.Resource(sriovNetworks).Namespace(ns).Delete(ctx, fmt.Sprintf("net-%c", 'a'+i), metav1.DeleteOptions{}); err != nil {
@@ -99,6 +99,7 @@ func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 	}
 
 	t.Run("without the rule", func(t *testing.T) {
+		ctx := t.Context()
 		e, before := newEnv(ctx, t, "")
 		install(ctx, t, e)
 		deleteNetworks(t, e)
@@ -109,6 +110,7 @@ func TestOwnerRuleDeletesTheOperatorsNADs(t *testing.T) {
 	})
 
 	t.Run("with the rule", func(t *testing.T) {
+		ctx := t.Context()
 		e, before := newEnv(ctx, t, "")
 		install(ctx, t, e)
 		doc, err := testenv.CodeBlock(ownerRuleDoc, ownerRuleHeading, "yaml")

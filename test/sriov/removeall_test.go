@@ -27,7 +27,7 @@ import (
 // minutes ran out (a full run of the package in CI, the first test after
 // the demo's).
 func TestRemoveAllOnNewNetworkNamespaces(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -48,8 +48,7 @@ const suggestedGrants = "clusterroles.rbac.authorization.k8s.io teardown-" + sug
 // controller runs as its own ServiceAccount, with only the install's RBAC
 // and the suggested grants: they are what it needs.
 func TestSuggestedPlan(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx := t.Context()
 	denv, err := demo.NewEnv(cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +58,7 @@ func TestSuggestedPlan(t *testing.T) {
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
+		ctx := t.Context()
 		e := installAndApplySuggestion(ctx, t, helmUninstallHelm, *record)
 		checkSuggestedRule(ctx, t, e.Env)
 		pathHelmUninstall(ctx, t, e.Env, e.before, "the suggested Teardown", suggestedGrants)
@@ -66,6 +66,7 @@ func TestSuggestedPlan(t *testing.T) {
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
+		ctx := t.Context()
 		e := installAndApplySuggestion(ctx, t, helmcli.Version, "")
 		checkSuggestedRule(ctx, t, e.Env)
 		pathDeleteNamespace(ctx, t, e.Env, e.before, "the suggested Teardown", suggestedGrants)

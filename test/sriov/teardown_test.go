@@ -28,8 +28,7 @@ const exampleValues = "../../examples/sriov-network-operator/values.yaml"
 // run as written. helm and kubectl act as a user teardown's lien policies
 // do not trust.
 func TestUninstallWithTeardown(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx := t.Context()
 	denv, err := demo.NewEnv(cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -39,11 +38,13 @@ func TestUninstallWithTeardown(t *testing.T) {
 	}
 
 	t.Run("helm uninstall", func(t *testing.T) {
+		ctx := t.Context()
 		e, before := installWithPlan(ctx, t, helmUninstallHelm)
 		pathHelmUninstall(ctx, t, e, before, "the Teardown")
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
+		ctx := t.Context()
 		e, before := installWithPlan(ctx, t, helmcli.Version)
 		pathDeleteNamespace(ctx, t, e, before, "the Teardown")
 	})

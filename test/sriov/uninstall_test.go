@@ -3,7 +3,6 @@
 package sriov
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -23,9 +22,8 @@ import (
 // installed. Each asserts exactly what is left, and logs how long the
 // command took.
 func TestUninstallWithoutTeardown(t *testing.T) {
-	ctx := context.Background()
-
 	t.Run("helm uninstall", func(t *testing.T) {
+		ctx := t.Context()
 		e, before := newEnvHelm(ctx, t, "", helmUninstallHelm)
 		install(ctx, t, e)
 
@@ -44,6 +42,7 @@ func TestUninstallWithoutTeardown(t *testing.T) {
 	})
 
 	t.Run("kubectl delete namespace", func(t *testing.T) {
+		ctx := t.Context()
 		e, before := newEnv(ctx, t, "")
 		install(ctx, t, e)
 

@@ -3,7 +3,6 @@
 package orphans_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -36,7 +35,7 @@ func populated(b *testing.B) *resource.Clients {
 		cfg := rest.CopyConfig(env.Cfg)
 		cfg.QPS, cfg.Burst = 2000, 4000
 		kube := kubernetes.NewForConfigOrDie(cfg)
-		ctx := context.Background()
+		ctx := b.Context()
 		started := time.Now()
 		perNS := benchObjects / benchNamespaces
 		work := make(chan [2]int)
@@ -100,7 +99,7 @@ func populated(b *testing.B) *resource.Clients {
 // BenchmarkOrphans20k audits the whole cluster, as `teardown orphans -A`.
 func BenchmarkOrphans20k(b *testing.B) {
 	c := populated(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	objects := 0
 	for b.Loop() {
 		f, err := orphans.Gather(ctx, c, "", time.Now())
@@ -117,7 +116,7 @@ func BenchmarkOrphans20k(b *testing.B) {
 // same cluster, as `teardown why namespace/bench-00`.
 func BenchmarkWhyNamespace20k(b *testing.B) {
 	c := populated(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	for b.Loop() {
 		t, err := resource.Get(c, "", "namespace/bench-00")
 		if err != nil {
@@ -135,7 +134,7 @@ func BenchmarkWhyNamespace20k(b *testing.B) {
 // objects in the same cluster, as `teardown plan namespace/bench-00`.
 func BenchmarkPlanNamespace20k(b *testing.B) {
 	c := populated(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	for b.Loop() {
 		t, err := resource.Get(c, "", "namespace/bench-00")
 		if err != nil {

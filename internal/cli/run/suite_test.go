@@ -35,7 +35,7 @@ func startTeardown(t *testing.T) {
 			return
 		}
 		go func() { _ = mgr.Start(context.Background()) }()
-		mgr.GetCache().WaitForCacheSync(context.Background())
+		mgr.GetCache().WaitForCacheSync(t.Context())
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ import (
 func TestSuggestedGrantsAreNeeded(t *testing.T) {
 	// Not t.Context(), which ends before the cleanups: the controller
 	// disarms the plan in the cleanup below, then cancel stops it.
-	ctx, cancel := context.WithCancel(context.Background()) // not t.Context(): the controllers run until the cleanups
+	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := testenv.LoadState(ctx, cfg, filepath.Join("testdata", "states", "tigera-operator")); err != nil {
 		t.Fatal(err)

@@ -41,26 +41,26 @@ func BenchmarkDrain(b *testing.B) {
 			}
 			var err error
 			if j%2 == 0 {
-				_, err = kube.RbacV1().ClusterRoles().Create(bg, &rbacv1.ClusterRole{ObjectMeta: meta}, metav1.CreateOptions{})
+				_, err = kube.RbacV1().ClusterRoles().Create(b.Context(), &rbacv1.ClusterRole{ObjectMeta: meta}, metav1.CreateOptions{})
 			} else {
 				meta.Namespace = ns2
-				_, err = kube.CoreV1().ConfigMaps(ns2).Create(bg, &corev1.ConfigMap{ObjectMeta: meta}, metav1.CreateOptions{})
+				_, err = kube.CoreV1().ConfigMaps(ns2).Create(b.Context(), &corev1.ConfigMap{ObjectMeta: meta}, metav1.CreateOptions{})
 			}
 			if err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(b.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			return len(run.r.w.dependentsOf(objectIndexKey(corev1.SchemeGroupVersion.WithResource("configmaps"), owner))) == n, nil
 		}); err != nil {
 			b.Fatalf("controller did not see the dependents: %v", err)
 		}
 		before := len(run.calls.snapshot())
 		b.StartTimer()
-		if err := kube.CoreV1().ConfigMaps(ns1).Delete(bg, owner.Name, metav1.DeleteOptions{}); err != nil {
+		if err := kube.CoreV1().ConfigMaps(ns1).Delete(b.Context(), owner.Name, metav1.DeleteOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		if err := wait.PollUntilContextTimeout(bg, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(b.Context(), 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			crs, err := kube.RbacV1().ClusterRoles().List(ctx, sel)
 			if err != nil {
 				return false, err

@@ -28,7 +28,7 @@ func waitHeld(t testing.TB, ns, name string) {
 
 func deleteWith(t testing.TB, ns, name string, p metav1.DeletionPropagation) {
 	t.Helper()
-	if err := kube.CoreV1().ConfigMaps(ns).Delete(bg, name, metav1.DeleteOptions{PropagationPolicy: &p}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{PropagationPolicy: &p}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -36,7 +36,7 @@ func deleteWith(t testing.TB, ns, name string, p metav1.DeletionPropagation) {
 // unlinked fails unless the ClusterRole name exists and has no owner link.
 func unlinked(t testing.TB, name string) {
 	t.Helper()
-	cr, err := kube.RbacV1().ClusterRoles().Get(bg, name, metav1.GetOptions{})
+	cr, err := kube.RbacV1().ClusterRoles().Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Errorf("clusterrole/%s: %v (want it kept)", name, err)
 		return
@@ -49,7 +49,7 @@ func unlinked(t testing.TB, name string) {
 // withoutOwnerRefs fails unless the ConfigMap ns/name exists without ownerReferences.
 func withoutOwnerRefs(t testing.TB, ns, name string) {
 	t.Helper()
-	cm, err := kube.CoreV1().ConfigMaps(ns).Get(bg, name, metav1.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Errorf("configmap %s/%s: %v (want it kept)", ns, name, err)
 		return
@@ -119,7 +119,7 @@ func TestOrphanIntentOutlivesTheGarbageCollector(t *testing.T) {
 		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "child", metav1.GetOptions{})
 		return err == nil && len(cm.OwnerReferences) == 0, err
 	})
-	live, err := kube.CoreV1().ConfigMaps(ns).Get(bg, "owner", metav1.GetOptions{})
+	live, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "owner", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the owner, held by teardown's finalizer: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestOrphanIntentOutlivesTheGarbageCollector(t *testing.T) {
 		t.Fatalf("owner finalizers %v: the finalizer orphan is gone while teardown's is there", live.Finalizers)
 	}
 	// What the garbage collector sends: the finalizers without "orphan".
-	_, err = kube.CoreV1().ConfigMaps(ns).Patch(bg, "owner", types.MergePatchType,
+	_, err = kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "owner", types.MergePatchType,
 		[]byte(`{"metadata":{"resourceVersion":"`+live.ResourceVersion+`","finalizers":["`+links.Finalizer+`"]}}`), metav1.PatchOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "stays until teardown has orphaned its teardown.dev/owners dependents") {
 		t.Fatalf("removing the finalizer orphan while teardown's is held: %v, want refused", err)
@@ -148,7 +148,7 @@ func TestOwnerWithoutLinksIsReleased(t *testing.T) {
 	owner := ownerCM(t, ns, "owner", "", false)
 	clusterRole(t, "released-dep", owner)
 	waitHeld(t, ns, "owner")
-	if err := kube.RbacV1().ClusterRoles().Delete(bg, "released-dep", metav1.DeleteOptions{}); err != nil {
+	if err := kube.RbacV1().ClusterRoles().Delete(t.Context(), "released-dep", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the owner released once its last dependent is gone", func(ctx context.Context) (bool, error) {

@@ -3,6 +3,7 @@
 package dependents
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -31,10 +32,10 @@ func legacyDependent(t *testing.T, name, ns string, n int) {
 	}
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{links.OwnedLabel: "true"}, Annotations: map[string]string{links.OwnersAnnotation: v}}}
-	if _, err := kube.RbacV1().ClusterRoles().Create(bg, cr, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), cr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(bg, name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
 // TestFanOutIsBounded: a dependent with 1,800 owner links (issue 12's

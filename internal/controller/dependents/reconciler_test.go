@@ -23,8 +23,6 @@ import (
 	links "github.com/teardown-dev/teardown/pkg/dependents"
 )
 
-var bg = context.Background()
-
 // ownerCM creates a ConfigMap owner, with a deletion policy when policy is set.
 func ownerCM(t testing.TB, ns, name string, policy links.Policy, confirm bool) *corev1.ConfigMap {
 	t.Helper()
@@ -35,7 +33,7 @@ func ownerCM(t testing.TB, ns, name string, policy links.Policy, confirm bool) *
 	if confirm {
 		cm.Annotations = map[string]string{links.ConfirmDeletionAnnotation: "true"}
 	}
-	got, err := kube.CoreV1().ConfigMaps(ns).Create(bg, cm, metav1.CreateOptions{})
+	got, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +50,11 @@ func clusterRole(t testing.TB, name string, owners ...links.Object) *rbacv1.Clus
 			t.Fatal(err)
 		}
 	}
-	got, err := kube.RbacV1().ClusterRoles().Create(bg, cr, metav1.CreateOptions{})
+	got, err := kube.RbacV1().ClusterRoles().Create(t.Context(), cr, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(bg, name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	return got
 }
 
@@ -69,7 +67,7 @@ func depCM(t testing.TB, ns, name string, owners ...links.Object) *corev1.Config
 			t.Fatal(err)
 		}
 	}
-	got, err := kube.CoreV1().ConfigMaps(ns).Create(bg, cm, metav1.CreateOptions{})
+	got, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +103,7 @@ func getCM(ns, name string) func(ctx context.Context) error {
 
 func mustExist(t testing.TB, what string, get func(ctx context.Context) error) {
 	t.Helper()
-	if err := get(bg); err != nil {
+	if err := get(t.Context()); err != nil {
 		t.Errorf("%s: %v (want it kept)", what, err)
 	}
 }
@@ -122,7 +120,7 @@ func TestCascade(t *testing.T) {
 	depCM(t, ns2, "d2", a, b)
 	clusterRole(t, "cascade-d3")
 
-	if err := kube.CoreV1().ConfigMaps(ns1).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns1).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, "clusterrole/cascade-d1", getCR("cascade-d1"))
@@ -133,7 +131,7 @@ func TestCascade(t *testing.T) {
 		}
 		return len(ownerNames(t, d2)) == 1, nil
 	})
-	d2, err := kube.CoreV1().ConfigMaps(ns2).Get(bg, "d2", metav1.GetOptions{})
+	d2, err := kube.CoreV1().ConfigMaps(ns2).Get(t.Context(), "d2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,15 +160,17 @@ func TestMissingOwner(t *testing.T) {
 	if err := links.AddLink(unknown, links.OwnerLink{APIVersion: "later.example.com/v1", Kind: "Widget", Namespace: ns, Name: "w", UID: "never-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.RbacV1().ClusterRoles().Create(bg, unknown, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), unknown, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(bg, unknown.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), unknown.Name, metav1.DeleteOptions{})
+	})
 	ghost := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "missing-ghost"}}
 	if err := links.AddLink(ghost, links.OwnerLink{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "ghost", UID: "never-2"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.RbacV1().ClusterRoles().Create(bg, ghost, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), ghost, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -203,7 +203,7 @@ func TestRecreatedOwner(t *testing.T) {
 	clusterRole(t, "recreated-d", a)
 	depCM(t, ns, "kept") // a control: unrelated, unlabelled
 	run.stop()
-	if err := kube.CoreV1().ConfigMaps(ns).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a2 := ownerCM(t, ns, "a", "", false)
@@ -225,7 +225,7 @@ func TestForeground(t *testing.T) {
 	if err := links.SetOwner(held, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.RbacV1().ClusterRoles().Create(bg, held, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().ClusterRoles().Create(t.Context(), held, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	depCM(t, namespace(t, "foreground-2"), "d", a)
@@ -233,7 +233,7 @@ func TestForeground(t *testing.T) {
 		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
 		return err == nil && slices.Contains(cm.Finalizers, links.Finalizer), err
 	})
-	if err := kube.CoreV1().ConfigMaps(ns).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, "configmap foreground-2/d", getCM("foreground-2", "d"))
@@ -241,7 +241,7 @@ func TestForeground(t *testing.T) {
 		cr, err := kube.RbacV1().ClusterRoles().Get(ctx, "foreground-held", metav1.GetOptions{})
 		return err == nil && cr.DeletionTimestamp != nil, err
 	})
-	owner, err := kube.CoreV1().ConfigMaps(ns).Get(bg, "a", metav1.GetOptions{})
+	owner, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("owner gone while a dependent still exists: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestForeground(t *testing.T) {
 		t.Errorf("owner: deletionTimestamp %v finalizers %v; want deleting and held", owner.DeletionTimestamp, owner.Finalizers)
 	}
 	// Release the dependent: then the owner goes.
-	if _, err := kube.RbacV1().ClusterRoles().Patch(bg, "foreground-held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+	if _, err := kube.RbacV1().ClusterRoles().Patch(t.Context(), "foreground-held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, "clusterrole/foreground-held", getCR("foreground-held"))
@@ -262,7 +262,7 @@ func nativeChild(t testing.TB, owner *corev1.ConfigMap, name string) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
 	}}}}
-	if _, err := kube.CoreV1().ConfigMaps(owner.Namespace).Create(bg, cm, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().ConfigMaps(owner.Namespace).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -278,7 +278,7 @@ func waitFinalizer(t testing.TB, ns, name string) {
 func deleteBackground(t testing.TB, ns, name string) {
 	t.Helper()
 	bgp := metav1.DeletePropagationBackground // kubectl delete --cascade=background
-	if err := kube.CoreV1().ConfigMaps(ns).Delete(bg, name, metav1.DeleteOptions{PropagationPolicy: &bgp}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{PropagationPolicy: &bgp}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -318,7 +318,7 @@ func TestOrphanPolicies(t *testing.T) {
 	gone(t, "sentinel-child", getCM(ns, "sentinel-child"))
 
 	for _, n := range []string{"orphan-child", "unconfirmed-child"} {
-		cm, err := kube.CoreV1().ConfigMaps(ns).Get(bg, n, metav1.GetOptions{})
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), n, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("%s: %v (want it orphaned, not deleted)", n, err)
 			continue
@@ -327,7 +327,7 @@ func TestOrphanPolicies(t *testing.T) {
 			t.Errorf("%s still has ownerReferences %v", n, cm.OwnerReferences)
 		}
 	}
-	cr, err := kube.RbacV1().ClusterRoles().Get(bg, "orphan-linked", metav1.GetOptions{})
+	cr, err := kube.RbacV1().ClusterRoles().Get(t.Context(), "orphan-linked", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("clusterrole/orphan-linked: %v (want it orphaned)", err)
 	}
@@ -345,7 +345,7 @@ func TestFinalizerOnlyWhenNeeded(t *testing.T) {
 	ownerCM(t, ns, "plain", links.PolicyDelete, false)
 	ownerCM(t, ns, "orphan", links.PolicyOrphan, false)
 	waitFinalizer(t, ns, "orphan")
-	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(bg, "orphan", types.MergePatchType,
+	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "orphan", types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"`+links.PolicyLabel+`":null}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestFinalizerOnlyWhenNeeded(t *testing.T) {
 		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "orphan", metav1.GetOptions{})
 		return err == nil && len(cm.Finalizers) == 0, err
 	})
-	cm, err := kube.CoreV1().ConfigMaps(ns).Get(bg, "plain", metav1.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "plain", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,11 +390,13 @@ func TestConflict(t *testing.T) {
 	if err := links.AddLink(d, links.OwnerLink{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "gone", UID: "never-3"}); err != nil {
 		t.Fatal(err)
 	}
-	created, err := kube.RbacV1().ClusterRoles().Create(bg, d, metav1.CreateOptions{})
+	created, err := kube.RbacV1().ClusterRoles().Create(t.Context(), d, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(bg, "conflict-d", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), "conflict-d", metav1.DeleteOptions{})
+	})
 	eventually(t, "conflict-d to keep only the live owner", func(ctx context.Context) (bool, error) {
 		cr, err := kube.RbacV1().ClusterRoles().Get(ctx, "conflict-d", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -405,7 +407,7 @@ func TestConflict(t *testing.T) {
 	if !reparented.Load() {
 		t.Error("the delete hook never ran")
 	}
-	cr, err := kube.RbacV1().ClusterRoles().Get(bg, "conflict-d", metav1.GetOptions{})
+	cr, err := kube.RbacV1().ClusterRoles().Get(t.Context(), "conflict-d", metav1.GetOptions{})
 	if err != nil || cr.UID != created.UID {
 		t.Errorf("conflict-d: %v, uid changed: %v", err, cr.UID != created.UID)
 	}
@@ -429,7 +431,7 @@ func TestOneOwnerReadPerOwner(t *testing.T) {
 		return len(run.r.w.dependentsOf(objectIndexKey(corev1.SchemeGroupVersion.WithResource("configmaps"), a))) == n, nil
 	})
 	before := len(run.calls.snapshot())
-	if err := kube.CoreV1().ConfigMaps(ns1).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns1).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the dependents to be gone", func(ctx context.Context) (bool, error) {
@@ -488,7 +490,7 @@ func TestMemoIsPerUID(t *testing.T) {
 	ns := namespace(t, "memo-uid")
 	old := ownerCM(t, ns, "a", "", false)
 	clusterRole(t, "memo-uid-first", old)
-	if err := kube.CoreV1().ConfigMaps(ns).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, "clusterrole/memo-uid-first", getCR("memo-uid-first"))
@@ -501,7 +503,7 @@ func TestMemoIsPerUID(t *testing.T) {
 	newLink := linkOf(t, clusterRole(t, "memo-uid-new", renewed))
 	gone(t, "clusterrole/memo-uid-late (linked to the old UID)", getCR("memo-uid-late"))
 	eventually(t, "the owner cache to hold the re-created owner", func(context.Context) (bool, error) {
-		st, _, err := run.r.checkOwner(bg, newLink)
+		st, _, err := run.r.checkOwner(t.Context(), newLink)
 		return err == nil && st == ownerAlive, err
 	})
 	if run.r.gone.known(keyOf(newLink)) {

@@ -57,7 +57,7 @@ func createRule(t testing.TB, d dynamic.Interface, rule *v1alpha1.OwnerRule) err
 		t.Fatal(err)
 	}
 	delete(obj, "status")
-	_, err = d.Resource(ruleGVR).Create(bg, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	_, err = d.Resource(ruleGVR).Create(t.Context(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 	if err == nil {
 		t.Cleanup(func() { _ = dyn.Resource(ruleGVR).Delete(context.Background(), rule.Name, metav1.DeleteOptions{}) })
 	}
@@ -90,7 +90,7 @@ func network(t testing.TB, gvr schema.GroupVersionResource, ns, name, networkNam
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":     map[string]any{"networkNamespace": networkNamespace},
 	}}
-	got, err := dyn.Resource(gvr).Namespace(ns).Create(bg, u, metav1.CreateOptions{})
+	got, err := dyn.Resource(gvr).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func installCRD(t testing.TB, group, kind, plural string, namespaced bool) schem
 		},
 	}
 	ext := apiextensions.NewForConfigOrDie(cfg)
-	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(bg, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
@@ -61,7 +61,7 @@ func createCR(t testing.TB, gvr schema.GroupVersionResource, kind, ns, name stri
 			t.Fatal(err)
 		}
 	}
-	got, err := dyn.Resource(gvr).Namespace(ns).Create(bg, u, metav1.CreateOptions{})
+	got, err := dyn.Resource(gvr).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +94,10 @@ func TestSriov(t *testing.T) {
 		role := fmt.Sprintf("sriov-net1-%d", i)
 		clusterRole(t, role, net)
 		if byNamespace {
-			if err := kube.CoreV1().Namespaces().Delete(bg, op, metav1.DeleteOptions{}); err != nil {
+			if err := kube.CoreV1().Namespaces().Delete(t.Context(), op, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-		} else if err := dyn.Resource(sriov).Namespace(op).Delete(bg, "net1", metav1.DeleteOptions{}); err != nil {
+		} else if err := dyn.Resource(sriov).Namespace(op).Delete(t.Context(), "net1", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		gone(t, "nad "+a+"/net1", getU(nad, a, "net1"))
@@ -117,14 +117,14 @@ func TestNamespaceDeletionPolicies(t *testing.T) {
 		role := "nsdel-" + strings.ToLower(string(p))
 		clusterRole(t, role, owner)
 		waitFinalizer(t, ns, "owner")
-		if err := kube.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{}); err != nil {
+		if err := kube.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		gone(t, "namespace "+ns, func(ctx context.Context) error {
 			_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return err
 		})
-		cr, err := kube.RbacV1().ClusterRoles().Get(bg, role, metav1.GetOptions{})
+		cr, err := kube.RbacV1().ClusterRoles().Get(t.Context(), role, metav1.GetOptions{})
 		switch p {
 		case links.PolicyForeground:
 			if !apierrors.IsNotFound(err) {
@@ -149,7 +149,7 @@ func TestRestartMidDrain(t *testing.T) {
 	ns1, ns2 := namespace(t, "drain-1"), namespace(t, "drain-2")
 	a := ownerCM(t, ns1, "a", "", false)
 	b := ownerCM(t, ns1, "b", "", false)
-	w, err := kube.CoreV1().ConfigMaps(ns2).Watch(bg, metav1.ListOptions{LabelSelector: links.OwnedLabel})
+	w, err := kube.CoreV1().ConfigMaps(ns2).Watch(t.Context(), metav1.ListOptions{LabelSelector: links.OwnedLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +183,11 @@ func TestRestartMidDrain(t *testing.T) {
 			go func() { first.stop(); close(stopped) }()
 		}
 	})
-	if err := kube.CoreV1().ConfigMaps(ns1).Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+	if err := kube.CoreV1().ConfigMaps(ns1).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	<-stopped
-	left, err := kube.CoreV1().ConfigMaps(ns2).List(bg, metav1.ListOptions{LabelSelector: links.OwnedLabel})
+	left, err := kube.CoreV1().ConfigMaps(ns2).List(t.Context(), metav1.ListOptions{LabelSelector: links.OwnedLabel})
 	if err != nil {
 		t.Fatal(err)
 	}

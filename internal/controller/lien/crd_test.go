@@ -25,7 +25,7 @@ import (
 // after that says KindNotServed (no retry loop, never Ready=True), protects
 // its other objects, and looks again when the CRD is back.
 func TestCRDOfAProtectedObjectIsProtected(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "gadgets")
 	gadget := crd(t, "example.com", "Gadget", "gadgets", apiextensionsv1.NamespaceScoped)
 	def := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "gadgets.example.com"}}
@@ -113,7 +113,7 @@ func TestCRDOfAProtectedObjectIsProtected(t *testing.T) {
 // finalizer keeps it, and the CRD stays Terminating until the lien lets the
 // Widget go; then both are gone.
 func TestCRDDeletionWaitsForADeferLien(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "widgets")
 	widget := crd(t, "example.com", "Widget", "widgets", apiextensionsv1.NamespaceScoped)
 	def := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"}}

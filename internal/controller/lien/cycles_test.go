@@ -62,7 +62,7 @@ func TestLienCyclesAreReleasedWhenTheNamespaceGoes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			ns := createNamespace(t, "cyc")
 			for _, name := range tt.configMaps {
 				obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"role": "both"}}}
@@ -124,7 +124,7 @@ func watchHeld(t *testing.T, ns string) func() map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(context.Background(), &v1alpha1.LienList{}, client.InNamespace(ns))
+	w, err := wc.Watch(t.Context(), &v1alpha1.LienList{}, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}

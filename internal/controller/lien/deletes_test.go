@@ -25,7 +25,7 @@ import (
 // gives, checked here; a delete a Defer lien holds back is counted by
 // teardown when the lien lets the object go.
 func TestDeniedDeletesAreCounted(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "counted")
 
 	t.Run("Deny: kube-apiserver's own counter", func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestDeniedDeletesAreCounted(t *testing.T) {
 // refused.
 func deniedByPolicy(t *testing.T, policy string) float64 {
 	t.Helper()
-	raw, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	raw, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
 	if err != nil {
 		t.Fatalf("reading kube-apiserver's metrics: %v", err)
 	}
@@ -108,7 +108,7 @@ func deniedByPolicy(t *testing.T, policy string) float64 {
 // gone (the soak found one). Once the object is seen, a live read confirms
 // the lien gone and the marker comes off, so the object's deletion ends.
 func TestStrayMarkersAreTakenOff(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "strays")
 	// A live lien naming ConfigMaps, so that the controller watches them.
 	denyLien(t, ns, "watched")

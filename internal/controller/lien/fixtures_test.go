@@ -25,7 +25,7 @@ import (
 // crd installs a CRD with a free-form schema and waits until it serves.
 func crd(t *testing.T, group, kind, plural string, scope apiextensionsv1.ResourceScope) schema.GroupVersionKind {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	obj := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -143,7 +143,7 @@ func releaseName(foo string) string { return "sh.helm.release.v1." + foo + ".v1"
 // and that webhook configuration (inert: it matches nothing that exists).
 func installRelease(t *testing.T, namespace, foo string) *admissionv1.ValidatingWebhookConfiguration {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	vwcName := namespace + "-" + foo + "-foo-validation"
 	manifest, _ := json.Marshal([]string{vwcName})
 	if err := k.Create(ctx, &corev1.Secret{

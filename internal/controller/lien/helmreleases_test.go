@@ -31,7 +31,7 @@ func helmRecord(t *testing.T, ns, name string, rev int) *corev1.Secret {
 			Labels: map[string]string{"owner": "helm", "name": name, "version": fmt.Sprint(rev)}},
 		Type: "helm.sh/release.v1",
 	}
-	if err := k.Create(context.Background(), s); err != nil {
+	if err := k.Create(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -50,7 +50,7 @@ func helmReleasesOf(t *testing.T, prefix string, gvk schema.GroupVersionKind) *v
 			Reason:         "release records needed to uninstall the " + gvk.Kind,
 		},
 	}
-	if err := k.Create(context.Background(), cl); err != nil {
+	if err := k.Create(t.Context(), cl); err != nil {
 		t.Fatal(err)
 	}
 	return cl
@@ -85,7 +85,7 @@ func madeLien(t *testing.T, cl *v1alpha1.ClusterLien, obj *unstructured.Unstruct
 // object; a re-created object gets a new Lien; deleting the ClusterLien
 // deletes the Liens it made and releases the records.
 func TestHelmReleasesOfAKind(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	app := crd(t, "helmof.example.com", "App", "apps", apiextensionsv1.NamespaceScoped)
 	ns1, ns2 := createNamespace(t, "helmof-a"), createNamespace(t, "helmof-b")
 	cl := helmReleasesOf(t, "apps-helm-releases", app)
@@ -215,7 +215,7 @@ func TestHelmReleasesOfAKind(t *testing.T) {
 // deleted when its holder goes; a kind not served is KindNotServed, a
 // cluster-scoped one InvalidTarget, and neither deletes anything.
 func TestHelmReleasesOfLeavesOthersAlone(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	tool := crd(t, "helmof.example.com", "Tool", "tools", apiextensionsv1.NamespaceScoped)
 	ns := createNamespace(t, "helmof-foreign")
 	x := custom(tool, ns, "x")
@@ -286,7 +286,7 @@ func conditionMessage(cl *v1alpha1.ClusterLien, typ string) string {
 // TestHelmReleasesOfBadInput: the CRD refuses a helmReleasesOf spec that
 // cannot work, naming the field.
 func TestHelmReleasesOfBadInput(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	of := &v1alpha1.HelmReleasesOf{APIVersion: "example.com/v1", Kind: "Foo"}
 	for _, tt := range []struct {
 		name string

@@ -3,7 +3,6 @@
 package lien
 
 import (
-	"context"
 	"io"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 // TestInstallIsIdempotent applies teardown's manifests a second time (the
 // first was TestMain's): no object changes.
 func TestInstallIsIdempotent(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	opts := install.Options{ControllerUsers: []string{"teardown:admin"}}
 	objs, err := install.Objects(opts)
 	if err != nil {

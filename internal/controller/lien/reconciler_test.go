@@ -64,7 +64,7 @@ func TestHelmOperatorNamespaceRace(t *testing.T) {
 	for _, withLien := range []bool{false, true} {
 		name := map[bool]string{false: "without lien", true: "with lien"}[withLien]
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			ns := createNamespace(t, "foohome")
 			op := runHelmOperator(ctx, t, foo, ns)
@@ -73,7 +73,7 @@ func TestHelmOperatorNamespaceRace(t *testing.T) {
 				t.Fatal(err)
 			}
 			vwc := installRelease(t, ns, "myfoo")
-			defer k.Delete(context.Background(), vwc)
+			defer k.Delete(ctx, vwc)
 			if withLien {
 				l := &v1alpha1.Lien{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keep-release"},
@@ -125,7 +125,7 @@ func TestHelmOperatorNamespaceRace(t *testing.T) {
 // the last Installation. They keep authorizing the operator until the
 // Installation's finalizer is removed, then they are gone.
 func TestRBACRaceDeferLien(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	inst := crd(t, "operator.example.com", "Installation", "installations", apiextensionsv1.ClusterScoped)
 	const finalizer = "operator.example.com/cleanup"
 	const operator = "system:serviceaccount:tigera-operator:tigera-operator"
@@ -215,7 +215,7 @@ func TestRBACRaceDeferLien(t *testing.T) {
 // denyLien protects a fresh ConfigMap with a Deny lien held until deleted.
 func denyLien(t *testing.T, ns, name string) (*corev1.ConfigMap, *v1alpha1.Lien) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := k.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func denyLien(t *testing.T, ns, name string) (*corev1.ConfigMap, *v1alpha1.Lien)
 }
 
 func TestDenyRefusesDeleteNamingTheLien(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "deny")
 	cm, l := denyLien(t, ns, "settings")
 
@@ -286,7 +286,7 @@ func TestDenyRefusesDeleteNamingTheLien(t *testing.T) {
 }
 
 func TestLiensCompose(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "compose")
 	cm, first := denyLien(t, ns, "shared")
 	second := &v1alpha1.Lien{
@@ -323,7 +323,7 @@ func TestLiensCompose(t *testing.T) {
 }
 
 func TestRecreatedHolderDoesNotHold(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "recreate")
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"}}
 	target := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}
@@ -365,7 +365,7 @@ func TestRecreatedHolderDoesNotHold(t *testing.T) {
 }
 
 func TestTamperingWithTheMarkersIsRefused(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "tamper")
 	cm, _ := denyLien(t, ns, "guarded")
 	rb := &rbacv1.RoleBinding{
@@ -403,7 +403,7 @@ func TestTamperingWithTheMarkersIsRefused(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "bad")
 	target := func(apiVersion, kind, name string) v1alpha1.LienTarget {
 		return v1alpha1.LienTarget{APIVersion: apiVersion, Kind: kind, Name: name}
@@ -503,7 +503,7 @@ func TestBadInput(t *testing.T) {
 // TestProtectHelper is the library path of the Helm-operator case: the
 // operator calls lien.Protect(release, foo) and lien.Release when done.
 func TestProtectHelper(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "helper")
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "myfoo"}}
 	release := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1.myfoo.v1"}}
@@ -551,7 +551,7 @@ func TestProtectHelper(t *testing.T) {
 // protected, one whose labels stop matching is released, and a named
 // target that does not exist is reported.
 func TestTargetsFollowTheCluster(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "follow")
 	l := &v1alpha1.Lien{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tier-db"},
@@ -591,7 +591,7 @@ func TestTargetsFollowTheCluster(t *testing.T) {
 // while it is down must still take the markers, and the Defer finalizer,
 // off that object once it is back (found by the soak, seed 20261202).
 func TestReleaseDoesNotTrustStatusAlone(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "stale")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deferred"}}
 	if err := k.Create(ctx, cm); err != nil {

@@ -24,7 +24,7 @@ import (
 // lien must not say a holder holds it: Held=False, ReleaseRefused, the
 // holder Gone in status, Ready saying why; and the object stays protected.
 func TestRefusedReleaseIsNotHeld(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "refused")
 	kept := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}}
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"}}
@@ -89,7 +89,7 @@ func TestRefusedReleaseIsNotHeld(t *testing.T) {
 // status.protected, and the unlisted ConfigMap kept the Deny entry until
 // something touched it.
 func TestReleaseFindsEveryKindItMarked(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "marked")
 	a1 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a1", Labels: map[string]string{"app": "a"}}}
 	b1 := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b1", Labels: map[string]string{"app": "b"}}}

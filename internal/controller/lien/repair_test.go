@@ -31,7 +31,7 @@ import (
 // stripped later is put back, and a label without entries on an object no
 // lien names comes off.
 func TestBadMarkersAreRepaired(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "repair")
 	before := testutil.ToFloat64(repairedMarkers)
 	web := map[string]string{"app": "web"}
@@ -174,7 +174,7 @@ func TestBadMarkersAreRepaired(t *testing.T) {
 // TestTooManyLiens: an object already carrying 32 liens is not protected
 // by a 33rd, which says so and still protects its other objects.
 func TestTooManyLiens(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "crowded")
 	for _, name := range []string{"crowded", "other"} {
 		if err := k.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -249,7 +249,7 @@ func TestTooManyLiens(t *testing.T) {
 // finalizer cannot be put back on an object being deleted — so the object
 // stays until the lien is released, then goes.
 func TestRepairKeepsADeferEntry(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := createNamespace(t, "keepdefer")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}}
 	if err := k.Create(ctx, cm); err != nil {

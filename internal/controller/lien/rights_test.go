@@ -23,7 +23,7 @@ import (
 // with a condition naming the verb and resource; an aggregated ClusterRole
 // shipped for Secrets fixes it, with no other action.
 func TestMissingRightsAreReported(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	stopController()
 	asSA := rest.CopyConfig(cfg)
 	asSA.Impersonate = rest.ImpersonationConfig{

@@ -43,7 +43,7 @@ func TestStatusWriteOnce(t *testing.T) {
 		{"conflict", apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "liens"}, "web", errors.New("changed")), "", reconcile.Result{RequeueAfter: reconciler.ConflictRetry}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			l := &v1alpha1.Lien{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Generation: 1},
 				Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{}}}, Reason: "in use"},
@@ -96,7 +96,7 @@ func TestFinalizerGoesAfterTheStatus(t *testing.T) {
 		{"status refused", apierrors.NewInternalError(errors.New("etcd is unavailable")), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			now := metav1.Now()
 			l := &v1alpha1.Lien{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Generation: 1, DeletionTimestamp: &now, Finalizers: []string{CleanupFinalizer}},

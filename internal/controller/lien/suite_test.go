@@ -87,7 +87,7 @@ func gone(ctx context.Context, obj client.Object) (bool, error) { return testenv
 func createNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := k.Create(context.Background(), obj); err != nil {
+	if err := k.Create(t.Context(), obj); err != nil {
 		t.Fatal(err)
 	}
 	return obj.Name

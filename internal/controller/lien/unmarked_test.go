@@ -28,7 +28,7 @@ import (
 // is still protected, and Ready says MarkersMissing, naming the one that
 // failed, instead of True.
 func TestReadyIsNotTrueWhileMarkersAreMissing(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {

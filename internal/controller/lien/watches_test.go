@@ -47,7 +47,7 @@ func waitWatches(t *testing.T, timeout time.Duration, res schema.GroupVersionRes
 // goroutines) per lien on the shared one. The watches of the liens go with
 // the last of them.
 func TestWatchesGrowWithKindsNotEntries(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	gizmo := crd(t, "watches.example.com", "Gizmo", "gizmos", apiextensionsv1.NamespaceScoped)
 	doohickey := crd(t, "watches.example.com", "Doohickey", "doohickeys", apiextensionsv1.NamespaceScoped)
 	ns := createNamespace(t, "watched")
@@ -123,7 +123,7 @@ func TestWatchesGrowWithKindsNotEntries(t *testing.T) {
 // 304); the events of the one watch are routed in memory, so an object
 // made later in any namespace is protected by the lien selecting it.
 func TestWatchesDoNotGrowWithNamespaces(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	sprocket := crd(t, "watches.example.com", "Sprocket", "sprockets", apiextensionsv1.NamespaceScoped)
 	sprockets := sprocket.GroupVersion().WithResource("sprockets")
 	carrier := metacache.Key{Resource: sprockets, Labels: lien.Label}

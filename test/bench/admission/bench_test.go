@@ -60,7 +60,7 @@ func admissionComparison(b *testing.B) {
 	reps := kit.Env("BENCH_REPS", 3)
 	n := rate * secs
 	fmt.Fprintf(os.Stderr, "admission: %d requests at %d/s per window, %d repetitions\n", n, rate, reps)
-	ctx := context.Background()
+	ctx := b.Context()
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func ms(v float64) string { return kit.Num(v) + " ms" }
 // (nil: only success is expected).
 func drive(b *testing.B, rate, n int, do func(ctx context.Context, i int) error, ok func(error) bool) window {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n/rate+60)*time.Second)
+	ctx, cancel := context.WithTimeout(b.Context(), time.Duration(n/rate+60)*time.Second)
 	defer cancel()
 	pid := cluster.PIDs()[1] // kube-apiserver
 	cpu0, err := kit.CPUTime(pid)
@@ -272,7 +272,7 @@ const podNS = "admission-bench-pods"
 // without which kube-apiserver refuses pods.
 func podNamespace(b *testing.B) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: podNS}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func podPool(b *testing.B, prefix string, n int) []string {
 	no := false
 	kit.Parallel(b, 16, n, func(i int) error {
 		names[i] = fmt.Sprintf("%s-%d", prefix, i)
-		_, err := kube.CoreV1().Pods(podNS).Create(context.Background(), &corev1.Pod{
+		_, err := kube.CoreV1().Pods(podNS).Create(b.Context(), &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: names[i]},
 			Spec:       corev1.PodSpec{AutomountServiceAccountToken: &no, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
 		}, metav1.CreateOptions{})
@@ -315,7 +315,7 @@ func pool(b *testing.B, prefix string, n int) []string {
 			defer wg.Done()
 			for i := range work {
 				names[i] = fmt.Sprintf("%s-%d", prefix, i)
-				_, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, metav1.CreateOptions{})
+				_, err := kube.CoreV1().ConfigMaps(ns).Create(b.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, metav1.CreateOptions{})
 				if err != nil {
 					mu.Lock()
 					firstErr = err
@@ -353,7 +353,7 @@ func installWebhook(b *testing.B, wh *Webhook) {
 			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{WebhookLabel: "true"}},
 		}},
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func installWebhook(b *testing.B, wh *Webhook) {
 // lien-labelled object's dry-run DELETE passes.
 func uninstallPolicies(b *testing.B) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	if err := install.Uninstall(ctx, cluster.RESTConfig(), install.UninstallOptions{PoliciesOnly: true}, io.Discard); err != nil {
 		b.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func uninstallPolicies(b *testing.B) {
 // lien policy (installed) or not.
 func restartAPIServer(b *testing.B, installed bool) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	if err := cluster.Restart(ctx, localcluster.APIServer, false); err != nil {
 		b.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func restartAPIServer(b *testing.B, installed bool) {
 // the deny policy is enforced.
 func reinstallPolicies(b *testing.B) {
 	b.Helper()
-	if err := install.Apply(context.Background(), cluster.RESTConfig(), installOpts, &strings.Builder{}); err != nil {
+	if err := install.Apply(b.Context(), cluster.RESTConfig(), installOpts, &strings.Builder{}); err != nil {
 		b.Fatal(err)
 	}
 }

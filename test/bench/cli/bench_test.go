@@ -4,7 +4,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +53,7 @@ func BenchmarkCLI(b *testing.B) {
 func cliComparison(b *testing.B) {
 	total := kit.Env("BENCH_CLI_OBJECTS", 20000)
 	reps := kit.Env("BENCH_REPS", 3)
-	ctx := context.Background()
+	ctx := b.Context()
 	created, err := populate(b, ctx, total)
 	if err != nil {
 		b.Fatal(err)

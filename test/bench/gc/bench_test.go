@@ -190,7 +190,7 @@ const runLabel = "bench.teardown.dev/run"
 // runArm creates the owners and dependents of one shape for one collector,
 // deletes the owners and waits for the last dependent to go.
 func runArm(b *testing.B, a arm, s shape, id string) result {
-	ctx := context.Background()
+	ctx := b.Context()
 	tag := map[arm]string{armKCM: "kcm", armTeardown: "td", armTeardownGCRate: "td2x"}[a]
 	run := tag + "-" + id
 	ownerNS, depNS := "gc-"+run+"-owners", "gc-"+run+"-owners"
@@ -337,7 +337,7 @@ func startTeardown(b *testing.B, qps float32) (stop func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	return func() { cancel(); <-done }

@@ -4,7 +4,6 @@ package memory
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -228,7 +227,7 @@ func plots(out string, baseline map[arm][]result, headline set, sweep []set) err
 // after.
 func runAlone(b *testing.B, sc scenario, nss, perNS, reps int) []set {
 	b.Helper()
-	p, err := startPlane(context.Background())
+	p, err := startPlane(b.Context())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -369,7 +368,7 @@ func measure(b *testing.B, pl *plane, a arm, objects int, forcedGC bool, id stri
 	b.Helper()
 	p := start(b, pl, a, objects, id)
 	defer p.stop()
-	ctx := context.Background()
+	ctx := b.Context()
 	began := time.Now()
 	var r result
 	synced, settled, collected := -1, -1, -1 // sample indexes
@@ -441,7 +440,7 @@ func finish(b *testing.B, p process, r result) result {
 		b.Fatal(err)
 	}
 	r.peak = peak
-	m, err := kit.Scrape(context.Background(), p.metrics)
+	m, err := kit.Scrape(b.Context(), p.metrics)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -78,7 +78,7 @@ type population struct {
 // populate makes the namespaces, the owners and the Lien, no dependents yet.
 func populate(b *testing.B, p *plane, sc scenario, nss int) *population {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	pop := &population{p: p, sc: sc, nss: nss, owners: make([]*unstructured.Unstructured, nss*ownersPerNamespace), payload: payload(sc.dataBytes)}
 	if sc.owner.install != nil {
 		if err := sc.owner.install(ctx, p.RESTConfig()); err != nil {
@@ -124,7 +124,7 @@ func populate(b *testing.B, p *plane, sc scenario, nss int) *population {
 // grow adds dependents until each namespace has perNS.
 func (pop *population) grow(b *testing.B, perNS int) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	from := pop.perNS
 	parallel(b, pop.nss*(perNS-from), func(i int) error {
 		n, j := i/(perNS-from), from+i%(perNS-from)

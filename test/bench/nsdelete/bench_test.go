@@ -65,7 +65,7 @@ func nsComparison(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -106,7 +106,7 @@ func nsComparison(b *testing.B) {
 // runArm deletes a namespace of objects; with a lien, its holder is
 // deleted releaseAfter the namespace DELETE.
 func runArm(b *testing.B, ns string, objects, protected int, withLien bool, releaseAfter time.Duration) time.Duration {
-	ctx := context.Background()
+	ctx := b.Context()
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}

@@ -243,7 +243,7 @@ func apiVersionKind(k int) (string, string) {
 
 func runArm(b *testing.B, sz sizes) result {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	r := result{sz: sz}
 	c, err := localcluster.Start(ctx, localcluster.Options{Progress: os.Stderr})
 	if err != nil {
@@ -350,7 +350,7 @@ func connect(b *testing.B, c *localcluster.Cluster) *plane {
 	if p.k, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		b.Fatal(err)
 	}
-	if err := install.Apply(context.Background(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
+	if err := install.Apply(b.Context(), c.RESTConfig(), install.Options{ControllerUsers: []string{"teardown:admin"}}, io.Discard); err != nil {
 		b.Fatal(err)
 	}
 	return p
@@ -361,7 +361,7 @@ func connect(b *testing.B, c *localcluster.Cluster) *plane {
 // that group's kind.
 func (p *plane) populate(b *testing.B, sz sizes) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	cs, err := cmdutil.NewClientsets(p.RESTConfig())
 	if err != nil {
 		b.Fatal(err)
@@ -426,7 +426,7 @@ func lienFor(ns string, g, kinds int) *v1alpha1.Lien {
 func (p *plane) createLiens(b *testing.B, sz sizes) {
 	b.Helper()
 	kit.Parallel(b, 16, sz.liens, func(i int) error {
-		return p.k.Create(context.Background(), lienFor(p.namespace(i%sz.namespaces), i/sz.namespaces, sz.kinds))
+		return p.k.Create(b.Context(), lienFor(p.namespace(i%sz.namespaces), i/sz.namespaces, sz.kinds))
 	})
 }
 
@@ -434,7 +434,7 @@ func (p *plane) createLiens(b *testing.B, sz sizes) {
 func (p *plane) waitReady(b *testing.B, sz sizes, ctl *kit.Controller) {
 	b.Helper()
 	last := time.Now()
-	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 90*time.Minute, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(b.Context(), 2*time.Second, 90*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if !ctl.Running() {
 			return false, fmt.Errorf("the controller exited; its log is %s", ctl.Log)
 		}
@@ -462,7 +462,7 @@ func (p *plane) waitReady(b *testing.B, sz sizes, ctl *kit.Controller) {
 // watches is the number of WATCH requests kube-apiserver serves now.
 func (p *plane) watches(b *testing.B) float64 {
 	b.Helper()
-	raw, err := p.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	raw, err := p.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.Context())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func (p *plane) watches(b *testing.B) float64 {
 
 func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, before float64) sample {
 	b.Helper()
-	m, err := kit.Scrape(context.Background(), metricsURL)
+	m, err := kit.Scrape(b.Context(), metricsURL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -506,7 +506,7 @@ func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, bef
 // carrying the lien's markers (markedAt).
 func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval time.Duration) (refused, marked []time.Duration, lost int) {
 	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	markedAt, err := p.watchMarks(ctx, "probe-"+phase+"-")
 	if err != nil {

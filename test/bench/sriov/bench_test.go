@@ -72,7 +72,7 @@ type measured struct {
 }
 
 func uninstallComparison(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	values, err := harness.ExampleValues()
 	if err != nil {
