@@ -191,8 +191,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}()
 
 	if errs := teardown.Validate(&t.Spec); len(errs) > 0 {
-		// Admission refuses these; a plan stored before the rules were
-		// tightened gets a condition, not a retry loop.
+		// The CRD's rules refuse most of these at admission, but not all
+		// (a keepUntilDone naming the trigger, a selector that does not
+		// parse: goOnly in internal/contract), and a plan stored before
+		// the rules were tightened passed them: such a plan gets a
+		// condition, not a retry loop.
 		r.setArmed(t, metav1.ConditionFalse, v1alpha1.ReasonInvalidPlan, errs.ToAggregate().Error())
 		return reconcile.Result{}, nil
 	}
