@@ -48,7 +48,7 @@ func TestUsersOfOneKeyShareOneInformer(t *testing.T) {
 	defer cancel()
 	ns := namespace(t, "shared")
 	for i, labels := range []map[string]string{{"teardown.dev/owned": "true", "app": "a"}, {"app": "b"}, {"teardown.dev/owned": "true"}} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Labels: labels}, Data: map[string]string{"big": "data"}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Labels: labels, Annotations: map[string]string{"note": "not teardown's"}}, Data: map[string]string{"big": "data"}}
 		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -86,8 +86,8 @@ func TestUsersOfOneKeyShareOneInformer(t *testing.T) {
 	if _, ok := a.Get(ns, "cm-1"); ok {
 		t.Error("cm-1 does not match the selector, and is held")
 	}
-	if oa.Labels["app"] != "" || oa.UID == "" || oa.ResourceVersion == "" {
-		t.Errorf("cm-0 held as %+v: want trimmed to teardown's labels, with UID and resourceVersion", oa.ObjectMeta)
+	if oa.Labels["app"] != "a" || oa.Annotations != nil || oa.ManagedFields != nil || oa.UID == "" || oa.ResourceVersion == "" {
+		t.Errorf("cm-0 held as %+v: want trimmed (its labels, within the budget, and none of the annotations or managedFields), with UID and resourceVersion", oa.ObjectMeta)
 	}
 
 	// The informer lives while one user holds it, and stops with the last.
