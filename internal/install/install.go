@@ -229,7 +229,9 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) er
 // labelled probe ConfigMap's dry-run DELETE is refused. The probe is
 // created and then unlabelled as the controller (the tamper policy lets
 // only the controller create an object with the lien label, or take it
-// off), and deleted.
+// off), and deleted. A controller already running (a reinstall) takes the
+// probe's marker off as a stray, its lien not existing: the probe is then
+// marked again, as the controller, until the DELETE is refused.
 func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -254,7 +256,14 @@ func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := cms.Delete(ctx, created.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			return true, nil
+		}
+		if cur, err := cms.Get(ctx, created.Name, metav1.GetOptions{}); err == nil && cur.Labels[lien.Label] == "" {
+			cur.Labels, cur.Annotations = created.Labels, created.Annotations
+			_, _ = ccs.CoreV1().ConfigMaps(Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+		}
+		return false, nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for kube-apiserver to enforce the lien policy: %w", err)

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,6 +92,11 @@ func operatorUninstall(ctx context.Context, t *testing.T, k client.Client, helm,
 
 		r.op.poll(t, 5*time.Minute, "every Widget finalized", func(ctx context.Context) (bool, error) {
 			l, err := r.widgets(ctx)
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				// The CRD, which helm deleted too, goes as soon as its last
+				// Widget has: none is left.
+				return true, nil
+			}
 			return err == nil && len(l) == 0, err
 		})
 		recs := r.op.records(t)
