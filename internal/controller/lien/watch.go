@@ -265,7 +265,8 @@ func (r *Reconciler) concerns(ctx context.Context, key types.NamespacedName, gk 
 		if slices.ContainsFunc(sp.refs(), func(x ref) bool { return x.selects(gk, obj) }) {
 			return true
 		}
-		if slices.ContainsFunc(slices.Concat(st.Protected, st.HeldBy), func(s v1alpha1.ObjectStatus) bool { return lists(s, gk, obj) }) {
+		listed := func(s v1alpha1.ObjectStatus) bool { return lists(s, gk, obj) }
+		if slices.ContainsFunc(st.Protected, listed) || slices.ContainsFunc(st.HeldBy, listed) {
 			return true
 		}
 	}
