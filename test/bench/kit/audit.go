@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // auditPolicy records every request but watches and the non-resource
@@ -51,6 +52,18 @@ func AuditFlagsWithDiscovery(dir string) ([]string, *Audit, error) {
 	return auditFlags(dir, auditPolicy(health))
 }
 
+// AuditFlagsPolicy is AuditFlags with the given audit policy (YAML), for
+// a benchmark that traces only some requests; mode is kube-apiserver's
+// --audit-log-mode ("blocking" or "batch": batch keeps the writes off the
+// requests' path).
+func AuditFlagsPolicy(dir, policy, mode string) ([]string, *Audit, error) {
+	flags, a, err := auditFlags(dir, policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(flags, "--audit-log-mode="+mode), a, nil
+}
+
 func auditFlags(dir, content string) ([]string, *Audit, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(content), 0o644); err != nil {
@@ -89,7 +102,9 @@ type Call struct {
 	Path string
 }
 
-type auditEvent struct {
+// Event is one audited request as kube-apiserver logged it (the fields a
+// benchmark reads), when its response was complete.
+type Event struct {
 	Verb string `json:"verb"`
 	User struct {
 		Username string `json:"username"`
@@ -97,13 +112,21 @@ type auditEvent struct {
 	UserAgent  string `json:"userAgent"`
 	RequestURI string `json:"requestURI"`
 	ObjectRef  *struct {
-		Resource string `json:"resource"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received time.Time `json:"requestReceivedTimestamp"`
+	Done     time.Time `json:"stageTimestamp"`
 }
 
-// Calls returns the requests logged between two offsets for which keep is
-// true.
-func (a *Audit) Calls(from, to int64, keep func(Call) bool) ([]Call, error) {
+// Events returns the requests logged between two offsets, in the log's
+// order.
+func (a *Audit) Events(from, to int64) ([]Event, error) {
 	f, err := os.Open(a.Path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit log: %w", err)
@@ -114,12 +137,26 @@ func (a *Audit) Calls(from, to int64, keep func(Call) bool) ([]Call, error) {
 	}
 	sc := bufio.NewScanner(io.LimitReader(f, to-from))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	var out []Call
+	var out []Event
 	for sc.Scan() {
-		var e auditEvent
+		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue // a line cut at the window's end
 		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// Calls returns the requests logged between two offsets for which keep is
+// true.
+func (a *Audit) Calls(from, to int64, keep func(Call) bool) ([]Call, error) {
+	events, err := a.Events(from, to)
+	if err != nil {
+		return nil, err
+	}
+	var out []Call
+	for _, e := range events {
 		c := Call{User: e.User.Username, UserAgent: e.UserAgent, Verb: e.Verb}
 		if e.ObjectRef != nil {
 			c.Resource = e.ObjectRef.Resource
@@ -130,7 +167,7 @@ func (a *Audit) Calls(from, to int64, keep func(Call) bool) ([]Call, error) {
 			out = append(out, c)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // ByVerb counts calls per "verb resource", sorted, for a breakdown line.

@@ -75,11 +75,13 @@ type result struct {
 	// For each probe, its lien's creation to its ConfigMap carrying the
 	// lien's markers (seen by a watch): the controller's share of the
 	// probe; the rest is kube-apiserver's admission refusing the DELETE.
-	idleMarked   []time.Duration
-	noisyMarked  []time.Duration
-	lost         int     // probes not protected within probeTimeout
-	noiseWritten int64   // relabels the noisy tenant made
-	noiseRate    float64 // relabels per second achieved
+	idleMarked  []time.Duration
+	noisyMarked []time.Duration
+	// Each window's probes traced through kube-apiserver's audit log.
+	idleTrace, noisyTrace traced
+	lost                  int     // probes not protected within probeTimeout
+	noiseWritten          int64   // relabels the noisy tenant made
+	noiseRate             float64 // relabels per second achieved
 }
 
 // sample is what the controller holds at one moment.
@@ -130,6 +132,7 @@ func (w window) queued() time.Duration {
 }
 
 const (
+	driverAgent  = "teardown-bench-driver"
 	group        = "bench.teardown.dev"
 	groupLabel   = group + "/group"
 	churnLabel   = group + "/churn"
@@ -210,6 +213,7 @@ func tables(rs []result) {
 	cost.Write(os.Stdout)
 	lat.Write(os.Stdout)
 	ctl.Write(os.Stdout)
+	traceTables(os.Stdout, rs)
 }
 
 func mibs(v int64) string { return kit.Num(float64(v)/mib) + " MiB" }
@@ -245,7 +249,12 @@ func runArm(b *testing.B, sz sizes) result {
 	b.Helper()
 	ctx := b.Context()
 	r := result{sz: sz}
-	c, err := localcluster.Start(ctx, localcluster.Options{Progress: os.Stderr})
+	auditDir := b.TempDir()
+	flags, audit, err := kit.AuditFlagsPolicy(auditDir, tracePolicy, "batch")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{Progress: os.Stderr, APIServerFlags: flags})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -308,7 +317,7 @@ func runArm(b *testing.B, sz sizes) result {
 	probes := kit.Env("BENCH_PROBES", 200)
 	every := time.Duration(kit.Env("BENCH_PROBE_INTERVAL_MS", 500)) * time.Millisecond
 	var lost int
-	r.idleProbes, r.idleMarked, lost = p.probes(b, sz, "idle", probes, every)
+	r.idleProbes, r.idleMarked, r.idleTrace, lost = p.probes(b, sz, "idle", probes, every, audit)
 	r.lost += lost
 	logf("idle probes: p50 %.2fs p99 %.2fs, %d lost; markers written p50 %.2fs p99 %.2fs", p50(r.idleProbes), p99(r.idleProbes), lost, p50(r.idleMarked), p99(r.idleMarked))
 	r.afterIdle = p.sample(b, ctl, metricsURL, before)
@@ -323,7 +332,7 @@ func runArm(b *testing.B, sz sizes) result {
 	if pprofAddr != "" {
 		go p.profile(pprofAddr)
 	}
-	r.noisyProbes, r.noisyMarked, lost = p.probes(b, sz, "noisy", probes, every)
+	r.noisyProbes, r.noisyMarked, r.noisyTrace, lost = p.probes(b, sz, "noisy", probes, every, audit)
 	r.lost += lost
 	r.noisy = p.sample(b, ctl, metricsURL, before)
 	close(stop)
@@ -341,7 +350,7 @@ func runArm(b *testing.B, sz sizes) result {
 func connect(b *testing.B, c *localcluster.Cluster) *plane {
 	b.Helper()
 	cfg := c.RESTConfig()
-	cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, "teardown-bench-driver"
+	cfg.QPS, cfg.Burst, cfg.UserAgent = -1, 0, driverAgent
 	scheme, err := manager.Scheme()
 	if err != nil {
 		b.Fatal(err)
@@ -503,11 +512,17 @@ func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, bef
 // and returns, for each, the time from the start of its CREATE to the
 // first dry-run DELETE of its ConfigMap that kube-apiserver refuses (what
 // a user who deletes it sees; it polls every 20 ms), and to its ConfigMap
-// carrying the lien's markers (markedAt).
-func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval time.Duration) (refused, marked []time.Duration, lost int) {
+// carrying the lien's markers (markedAt); and the window traced through
+// audit.
+func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval time.Duration, audit *kit.Audit) (refused, marked []time.Duration, tr traced, lost int) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
+	from, err := audit.Offset()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var times []probe
 	markedAt, err := p.watchMarks(ctx, "probe-"+phase+"-")
 	if err != nil {
 		b.Fatal(err)
@@ -541,14 +556,17 @@ func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval tim
 				errs <- err
 				return
 			}
+			created := time.Now()
 			for time.Since(began) < probeTimeout {
 				err := p.kube.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 				switch {
 				case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
-					took := time.Since(began)
+					now := time.Now()
+					took := now.Sub(began)
 					mu.Lock()
 					defer mu.Unlock()
 					refused = append(refused, took)
+					times = append(times, probe{ns: ns, name: name, began: began, created: created, refused: now})
 					if at, ok := markedAt(ns, name); ok {
 						marked = append(marked, at.Sub(began))
 					}
@@ -569,7 +587,19 @@ func (p *plane) probes(b *testing.B, sz sizes, phase string, n int, interval tim
 	for err := range errs {
 		b.Error(err)
 	}
-	return refused, marked, lost
+	// The batch audit backend writes within a second or so.
+	time.Sleep(3 * time.Second)
+	to, err := audit.Offset()
+	if err != nil {
+		b.Fatal(err)
+	}
+	events, err := audit.Events(from, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr = traced{probes: trace(events, times), trips: deleteTrips(events)}
+	timeline(os.Stderr, events, times, 3)
+	return refused, marked, tr, lost
 }
 
 // watchMarks watches, until ctx ends, the ConfigMaps carrying lien markers
