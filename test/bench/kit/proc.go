@@ -35,6 +35,30 @@ func CPUTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
+// MachineCPUTime is the CPU time every process on the machine has used
+// since boot (user, nice, system, irq and softirq in /proc/stat), summed
+// over its CPUs.
+func MachineCPUTime() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("malformed /proc/stat: %q", line)
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system (idle iowait) irq softirq
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed /proc/stat: %q", line)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // RSS is the resident set size of process pid in bytes (VmRSS).
 func RSS(pid int) (int64, error) {
 	return statusKB(pid, "VmRSS:")

@@ -96,7 +96,12 @@ type sample struct {
 	queuedSum, queuedCount       float64
 	reconcileSum, reconcileCount float64
 	requests                     float64
-	at                           time.Time
+	// CPU time used so far by each process of the control plane (by its
+	// command name), the controller ("teardown") and this driver
+	// ("driver"), and by the whole machine ("machine": every process,
+	// the benchmark's or not).
+	cpu map[string]time.Duration
+	at  time.Time
 }
 
 // window is what the Lien controller did between samples a and b.
@@ -121,6 +126,11 @@ func (w window) reconcileTime() time.Duration {
 // requests is the controller's API requests a second (all its
 // controllers: the client's --kube-api-qps is theirs together).
 func (w window) requests() float64 { return (w.b.requests - w.a.requests) / w.secs() }
+
+// cores is the CPU cores process name used on average over the window.
+func (w window) cores(name string) float64 {
+	return (w.b.cpu[name] - w.a.cpu[name]).Seconds() / w.secs()
+}
 
 // queued is the mean wait of a Lien request in its queue.
 func (w window) queued() time.Duration {
@@ -214,6 +224,23 @@ func tables(rs []result) {
 	lat.Write(os.Stdout)
 	ctl.Write(os.Stdout)
 	traceTables(os.Stdout, rs)
+	cpu := kit.Table{
+		Title:  "Lien scale: CPU cores used in the idle and the noisy window (the machine: every process on it)",
+		Header: append([]string{"arm", "window"}, cpuProcs...),
+	}
+	for _, r := range rs {
+		for _, w := range []struct {
+			name string
+			w    window
+		}{{"idle", window{r.idle, r.afterIdle}}, {"noisy", window{r.afterIdle, r.noisy}}} {
+			row := []any{r.sz, w.name}
+			for _, name := range cpuProcs {
+				row = append(row, w.w.cores(name))
+			}
+			cpu.Add(row...)
+		}
+	}
+	cpu.Write(os.Stdout)
 }
 
 func mibs(v int64) string { return kit.Num(float64(v)/mib) + " MiB" }
@@ -503,8 +530,42 @@ func (p *plane) sample(b *testing.B, ctl *kit.Controller, metricsURL string, bef
 		reconcileSum:   m.Sum("controller_runtime_reconcile_time_seconds_sum", `controller="lien"`),
 		reconcileCount: m.Sum("controller_runtime_reconcile_time_seconds_count", `controller="lien"`),
 		requests:       m.Sum("rest_client_requests_total"),
+		cpu:            p.cpu(b, ctl),
 		at:             time.Now(),
 	}
+}
+
+// cpuProcs are the processes whose CPU the windows compare, by command
+// name (/proc/PID/comm, cut at 15 bytes).
+var cpuProcs = []string{"etcd", "kube-apiserver", "kube-controller", "teardown", "driver", "machine"}
+
+// cpu is the CPU time used so far by the control plane's processes, the
+// controller, this driver and the machine.
+func (p *plane) cpu(b *testing.B, ctl *kit.Controller) map[string]time.Duration {
+	b.Helper()
+	out := map[string]time.Duration{}
+	add := func(name string, pid int) {
+		d, err := kit.CPUTime(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[name] += d
+	}
+	for _, pid := range p.PIDs() {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		add(strings.TrimSpace(string(comm)), pid)
+	}
+	add("teardown", ctl.PID())
+	add("driver", os.Getpid())
+	machine, err := kit.MachineCPUTime()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out["machine"] = machine
+	return out
 }
 
 // probes creates n liens, one every interval, each protecting a new

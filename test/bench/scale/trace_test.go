@@ -118,15 +118,17 @@ func timeline(w io.Writer, events []kit.Event, probes []probe, n int) {
 	for _, p := range ps[:min(n, len(ps))] {
 		fmt.Fprintf(w, "scale: probe %s/%s, %v:", p.ns, p.name, ms(p.refused.Sub(p.began)))
 		dels := 0
+		var last kit.Event
 		for _, e := range events {
 			if e.ObjectRef == nil || e.ObjectRef.Namespace != p.ns || e.ObjectRef.Name != p.name || e.Received.Before(p.began) {
 				continue
 			}
-			if e.UserAgent == driverAgent && e.Verb == "delete" {
+			if e.UserAgent == driverAgent && e.Verb == "delete" && ok(e) {
 				dels++
-				if e.ResponseStatus == nil || e.ResponseStatus.Code == 200 {
-					continue // the accepted dry runs: counted
+				if e.Done.Before(p.refused) {
+					last = e
 				}
+				continue // the accepted dry runs: counted, the last shown
 			}
 			who := "controller"
 			if e.UserAgent == driverAgent {
@@ -142,7 +144,11 @@ func timeline(w io.Writer, events []kit.Event, probes []probe, n int) {
 			}
 			fmt.Fprintf(w, " [%s %s %s %d at +%s for %s]", who, e.Verb, res, code, ms(e.Received.Sub(p.began)), ms(e.Done.Sub(e.Received)))
 		}
-		fmt.Fprintf(w, " and %d dry-run DELETEs\n", dels)
+		fmt.Fprintf(w, " and %d accepted dry-run DELETEs", dels)
+		if !last.Received.IsZero() {
+			fmt.Fprintf(w, ", the last at +%s for %s", ms(last.Received.Sub(p.began)), ms(last.Done.Sub(last.Received)))
+		}
+		fmt.Fprintln(w)
 	}
 }
 
