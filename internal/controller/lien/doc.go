@@ -41,5 +41,8 @@
 // namespace (metacache.Source.Followers) and that it concerns (concerns:
 // an entry names or selects the object, now or before the update, the
 // object carries the lien's entry, or the status lists it); a map function
-// changes nothing, it only says which requests an event makes.
+// changes nothing, it only says which requests an event makes. A lien's
+// own events reconcile it only when its spec, deletion, finalizers or
+// status changed, and not when the change is the controller's own write
+// (echoes: the update from the version that write was locked on).
 package lien

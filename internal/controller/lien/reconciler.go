@@ -71,6 +71,9 @@ type Reconciler struct {
 	toMarkers *handOver
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]bool
+	// echoes is this controller's own writes of liens, whose events
+	// reconcile nothing (lienChanged).
+	echoes echoes
 }
 
 // Options configure the controllers.
@@ -227,7 +230,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(forObj.unwrap(), builder.WithPredicates(lienChanged, r.servesEvent())).
+		For(forObj.unwrap(), builder.WithPredicates(r.lienChanged(), r.servesEvent())).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// Requests take turns by namespace: one tenant's churn cannot
@@ -253,6 +256,20 @@ func (r *Reconciler) setup(mgr ctrl.Manager, meta *metacache.Cache, workers int)
 	}
 	// CRDs carry the markers of liens on their custom resources (crd.go).
 	return r.watch(crdGVK)
+}
+
+// write runs patch, a write of lien o locked on o's version that leaves
+// the version written in into, with its echo expected (lienChanged then
+// reconciles nothing on its event); a write that fails, or that had
+// nothing to change, is not expected any more.
+func (r *Reconciler) write(o, into object, patch func() error) error {
+	key, base := client.ObjectKeyFromObject(o.unwrap()), o.GetResourceVersion()
+	r.echoes.expect(key, base)
+	err := patch()
+	if err != nil || into.GetResourceVersion() == base {
+		r.echoes.drop(key, base)
+	}
+	return err
 }
 
 // kind is the lien kind this reconciler serves, for metrics.
@@ -307,7 +324,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	}()
 
 	if o.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(o, CleanupFinalizer) {
-		if err := reconciler.PatchMeta(ctx, r.Client, o.unwrap(), func(o client.Object) { controllerutil.AddFinalizer(o, CleanupFinalizer) }); err != nil {
+		if err := r.write(o, o, func() error {
+			return reconciler.PatchMeta(ctx, r.Client, o.unwrap(), func(o client.Object) { controllerutil.AddFinalizer(o, CleanupFinalizer) })
+		}); err != nil {
 			// Gone meanwhile: its delete event cleans up after it.
 			if err = client.IgnoreNotFound(err); err != nil {
 				err = fmt.Errorf("adding finalizer %s: %w", CleanupFinalizer, err)
@@ -345,7 +364,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1.LienStatus, released bool, res reconcile.Result, err error) (reconcile.Result, error) {
 	then := o.deepCopy()
 	*then.status() = *before
-	switch perr := reconciler.PatchStatus(ctx, r.Client, o.unwrap(), then.unwrap()); {
+	perr := r.write(o, o, func() error { return reconciler.PatchStatus(ctx, r.Client, o.unwrap(), then.unwrap()) })
+	switch {
 	case apierrors.IsNotFound(perr): // gone: its last finalizer was just taken off
 		return reconcile.Result{}, err
 	case apierrors.IsConflict(perr) && err != nil: // the reconcile's error says more
@@ -354,7 +374,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, o object, before *v1alpha1
 	case released && err == nil:
 		// Its finalizer off (unless it is gone already), and its watches
 		// with it.
-		if perr := reconciler.PatchMeta(ctx, r.Client, o.unwrap(), func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) }); client.IgnoreNotFound(perr) != nil {
+		if perr := r.write(o, o, func() error {
+			return reconciler.PatchMeta(ctx, r.Client, o.unwrap(), func(o client.Object) { controllerutil.RemoveFinalizer(o, CleanupFinalizer) })
+		}); client.IgnoreNotFound(perr) != nil {
 			err = fmt.Errorf("removing finalizer %s: %w", CleanupFinalizer, perr)
 		} else {
 			err = r.watches.Follow(client.ObjectKeyFromObject(o.unwrap()), nil)
@@ -868,7 +890,7 @@ func (r *Reconciler) recordMarked(ctx context.Context, o object, desired []metav
 	sortMarked(marked)
 	obj := o.deepCopy()
 	obj.status().Marked = marked
-	if err := reconciler.PatchStatus(ctx, r.Client, obj.unwrap(), o.unwrap()); err != nil {
+	if err := r.write(o, obj, func() error { return reconciler.PatchStatus(ctx, r.Client, obj.unwrap(), o.unwrap()) }); err != nil {
 		return fmt.Errorf("recording the kinds %s marks in its status: %w", klog.KObj(o), err)
 	}
 	o.SetResourceVersion(obj.GetResourceVersion())

@@ -124,3 +124,32 @@ func TestRelabelIntoASelectorIsProtected(t *testing.T) {
 		return cm.Labels[lien.Label] == lien.LabelDeny, nil
 	})
 }
+
+// TestOwnWritesAreKnownByTheirEvents: the versions the controller records
+// as its own writes of a new lien (its finalizer, its marked kinds, its
+// status) are the ones its watch then delivers, so each echo is taken
+// (TestOwnWritesReconcileNothing) and none is left held.
+func TestOwnWritesAreKnownByTheirEvents(t *testing.T) {
+	ctx := t.Context()
+	ns := createNamespace(t, "echoes")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}
+	if err := k.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	l := &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Name: "db"}}, Reason: "r"},
+	}
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, l, &l.Status, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved)
+	key := client.ObjectKeyFromObject(l)
+	var held []string
+	eventually(t, 20*time.Second, "every own write of the lien to be seen by its watch", func(context.Context) (bool, error) {
+		running.Lien.echoes.mu.Lock()
+		defer running.Lien.echoes.mu.Unlock()
+		held = slices.Clone(running.Lien.echoes.rvs[key])
+		return len(held) == 0, nil
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,17 +116,103 @@ func indexProtected(obj client.Object) []string {
 // A change of its labels or annotations alone reconciles nothing: a tenant
 // relabelling its liens in a loop made one reconcile each, API calls that
 // other namespaces' new liens then waited for.
-var lienChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	was, okOld := wrap(e.ObjectOld)
-	is, okNew := wrap(e.ObjectNew)
-	if !okOld || !okNew {
-		return true
+//
+// The echo of the controller's own write (its finalizer, its status) is
+// left out too: the reconcile that wrote it knew all it says, and
+// reconciling it again only raced that reconcile's next write, a
+// conflict. Its writes are locked on the version the reconcile read, so
+// their events are the ones whose old version is that one (echoes).
+func (r *Reconciler) lienChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			was, okOld := wrap(e.ObjectOld)
+			is, okNew := wrap(e.ObjectNew)
+			if !okOld || !okNew {
+				return true
+			}
+			if r.echoes.take(client.ObjectKeyFromObject(is.unwrap()), was.GetResourceVersion()) {
+				return false
+			}
+			return was.GetGeneration() != is.GetGeneration() ||
+				!was.GetDeletionTimestamp().Equal(is.GetDeletionTimestamp()) ||
+				!slices.Equal(was.GetFinalizers(), is.GetFinalizers()) ||
+				!equality.Semantic.DeepEqual(was.status(), is.status())
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.echoes.forget(client.ObjectKeyFromObject(e.Object))
+			return true
+		},
 	}
-	return was.GetGeneration() != is.GetGeneration() ||
-		!was.GetDeletionTimestamp().Equal(is.GetDeletionTimestamp()) ||
-		!slices.Equal(was.GetFinalizers(), is.GetFinalizers()) ||
-		!equality.Semantic.DeepEqual(was.status(), is.status())
-}}
+}
+
+// echoes is, for each lien, the versions the controller is writing over
+// (expect, before the write is sent): a write locked on version v that
+// goes through is the next version after v, so the update event whose
+// old version is v is its echo (take). A write that fails is forgotten
+// (drop); if another's write came first, the event from v is that one,
+// and it is taken in place of the echo, harmlessly: the failed write was
+// a conflict, which requeues the lien. A version whose event never comes
+// as such (a watch restarted past it) is pushed out by the next ones, and
+// a deleted lien's go with it: a few a lien (a reconcile writes at most
+// its finalizer, its marked kinds and its status).
+type echoes struct {
+	mu  sync.Mutex
+	rvs map[types.NamespacedName][]string
+}
+
+// echoesPerLien is how many versions of one lien echoes holds.
+const echoesPerLien = 4
+
+// expect records that the controller writes lien key over version rv.
+func (e *echoes) expect(key types.NamespacedName, rv string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rvs == nil {
+		e.rvs = map[types.NamespacedName][]string{}
+	}
+	vs := append(e.rvs[key], rv)
+	if len(vs) > echoesPerLien {
+		vs = vs[len(vs)-echoesPerLien:]
+	}
+	e.rvs[key] = vs
+}
+
+// take reports whether the update of lien key from version rv is the
+// controller's own write, and forgets rv.
+func (e *echoes) take(key types.NamespacedName, rv string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.remove(key, rv)
+}
+
+// drop forgets version rv of lien key: the write over it did not go
+// through, or wrote nothing.
+func (e *echoes) drop(key types.NamespacedName, rv string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.remove(key, rv)
+}
+
+func (e *echoes) remove(key types.NamespacedName, rv string) bool {
+	vs := e.rvs[key]
+	i := slices.Index(vs, rv)
+	if i < 0 {
+		return false
+	}
+	if vs = slices.Delete(vs, i, i+1); len(vs) == 0 {
+		delete(e.rvs, key)
+	} else {
+		e.rvs[key] = vs
+	}
+	return true
+}
+
+// forget drops lien key's versions: it is gone.
+func (e *echoes) forget(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.rvs, key)
+}
 
 // watch starts, once per kind, the watch that re-reconciles every lien
 // naming that kind when one of its objects carrying lien markers changes;
