@@ -12,7 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
@@ -122,6 +125,50 @@ func crdReason(crd string, objects []string) string {
 		reason += fmt.Sprintf(" and %d more", n)
 	}
 	return reason
+}
+
+// crdEvents is the handler of the CRD watch: before the requests of an
+// event are queued, a CRD deleted lets go of its resource on the source
+// (forget), and a CRD created serves it again (metacache.Source.Serve),
+// so that the liens the event wakes find it watched, or not, as it is
+// served. The informers of a resource no longer served would retry their
+// LIST and WATCH for ever, and the source would start them again for any
+// lien naming the kind, since the mapper still maps it.
+type crdEvents struct {
+	r *Reconciler
+	handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]
+}
+
+func (h crdEvents) Create(ctx context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.r.watches.Serve(crdResource(e.Object))
+	h.TypedEventHandler.Create(ctx, e, q)
+}
+
+func (h crdEvents) Delete(ctx context.Context, e event.TypedDeleteEvent[*metav1.PartialObjectMetadata], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.r.forget(crdResource(e.Object))
+	h.TypedEventHandler.Delete(ctx, e, q)
+}
+
+// crdResource is the resource a CRD defines, from its name
+// (<plural>.<group>): the mapper may no longer know it, or still map it
+// after the CRD is gone.
+func crdResource(crd *metav1.PartialObjectMetadata) schema.GroupResource {
+	return schema.ParseGroupResource(crd.GetName())
+}
+
+// forget lets go of the watches of gr, whose CRD was deleted, on the
+// source, and of what watch remembers of its group's kinds, so that a
+// lien naming the kind once the CRD is back has it kept again (for a kind
+// of the group still served, watch's next Keep finds it kept already).
+func (r *Reconciler) forget(gr schema.GroupResource) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watches.Forget(gr)
+	for gvk := range r.watched {
+		if gvk.Group == gr.Group && gvk != crdGVK {
+			delete(r.watched, gvk)
+		}
+	}
 }
 
 // liensOnCRD is, when a CRD changes, the liens of this reconciler's kind to

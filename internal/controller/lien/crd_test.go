@@ -12,9 +12,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
+	"github.com/teardown-dev/teardown/internal/controller/metacache"
 	"github.com/teardown-dev/teardown/pkg/lien"
 )
 
@@ -158,4 +160,75 @@ func TestCRDDeletionWaitsForADeferLien(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the CRD to be gone (it goes after w1)", func(ctx context.Context) (bool, error) { return gone(ctx, def) })
+}
+
+// TestADeletedCRDsWatchesAreReleased: the watches of a kind a lien names
+// (its objects carrying markers, kept for good; what the lien selects)
+// go when the kind's CRD is deleted, instead of retrying their LIST and
+// WATCH for ever (`could not find the requested resource` at every
+// back-off). A Lien a tenant makes meanwhile, naming the kind (the
+// controller's RESTMapper still maps a deleted CRD's kind), says
+// KindNotServed and starts none. When the CRD is back the lien protects its
+// new objects, the kind is watched again, and the markers come off once
+// the lien goes.
+func TestADeletedCRDsWatchesAreReleased(t *testing.T) {
+	ctx := t.Context()
+	ns := createNamespace(t, "forget")
+	thing := crd(t, "forget.example.com", "Thingamajig", "thingamajigs", apiextensionsv1.NamespaceScoped)
+	def := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "thingamajigs.forget.example.com"}}
+	things := thing.GroupVersion().WithResource("thingamajigs")
+	followed, carriers := metacache.Key{Resource: things, Namespace: ns}, metacache.Key{Resource: things, Labels: lien.Label}
+	shop := map[string]string{"app": "shop"}
+	l := selectorLien(ns, "shop", thing, shop)
+	if err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	t1 := custom(thing, ns, "t1")
+	t1.SetLabels(shop)
+	if err := k.Create(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, t1, lien.LabelDeny)
+	waitWatches(t, 30*time.Second, things, followed, carriers)
+
+	// t1 leaves the selector (released), and the CRD goes, t1 with it.
+	if err := k.Patch(ctx, t1, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"other"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, t1, "")
+	waitLabel(t, def, "")
+	if err := k.Delete(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the CRD to be gone", func(ctx context.Context) (bool, error) { return gone(ctx, def) })
+	waitWatches(t, 30*time.Second, things)
+
+	late := selectorLien(ns, "late", thing, map[string]string{"app": "late"})
+	if err := k.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, late, &late.Status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonKindNotServed)
+	if got := watchesOf(things); len(got) > 0 {
+		t.Errorf("a lien naming the kind of a deleted CRD started the watches %v, want none", got)
+	}
+
+	// The CRD is back: its new objects are protected, and watched.
+	crd(t, "forget.example.com", "Thingamajig", "thingamajigs", apiextensionsv1.NamespaceScoped)
+	t2 := custom(thing, ns, "t2")
+	t2.SetLabels(shop)
+	if err := k.Create(ctx, t2); err != nil {
+		t.Fatal(err)
+	}
+	waitLabel(t, t2, lien.LabelDeny)
+	waitCondition(t, late, &late.Status, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonResolved)
+	waitWatches(t, 30*time.Second, things, followed, carriers)
+
+	// The liens go: so do their markers; the carriers stay watched.
+	for _, x := range []*v1alpha1.Lien{l, late} {
+		if err := k.Delete(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitLabel(t, t2, "")
+	waitWatches(t, 30*time.Second, things, carriers)
 }

@@ -36,7 +36,8 @@
 // only delivers events. From the moment a lien first names a kind, CRDs
 // installed later included, the objects of that kind carrying the lien
 // label are watched, and, while a lien names them, what each of its
-// entries selects: metadata only, on the shared cache (watch.go). An
+// entries selects: metadata only, on the shared cache (watch.go); while
+// the kind's CRD is deleted, neither (crdEvents in crd.go). An
 // event goes straight to the liens that follow its object's kind in its
 // namespace (metacache.Source.Followers) and that it concerns (concerns:
 // an entry names or selects the object, now or before the update, the

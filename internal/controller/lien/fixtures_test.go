@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1alpha1 "github.com/teardown-dev/teardown/api/v1alpha1"
 )
 
 // crd installs a CRD with a free-form schema and waits until it serves.
@@ -48,6 +50,26 @@ func crd(t *testing.T, group, kind, plural string, scope apiextensionsv1.Resourc
 	})
 	return gvk
 }
+
+// selectorLien is the Lien ns/name protecting the objects of kind gvk in
+// ns that labels select, for reason "r".
+func selectorLien(ns, name string, gvk schema.GroupVersionKind, labels map[string]string) *v1alpha1.Lien {
+	return &v1alpha1.Lien{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.LienSpec{Protect: []v1alpha1.LienTarget{selectorTarget(gvk, labels)}, Reason: "r"},
+	}
+}
+
+// selectorTarget is the lien target of the objects of kind gvk that labels
+// select.
+func selectorTarget(gvk schema.GroupVersionKind, labels map[string]string) v1alpha1.LienTarget {
+	return v1alpha1.LienTarget{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Selector: &metav1.LabelSelector{MatchLabels: labels}}
+}
+
+var (
+	configMapKind = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	secretKind    = corev1.SchemeGroupVersion.WithKind("Secret")
+)
 
 func custom(gvk schema.GroupVersionKind, namespace, name string, finalizers ...string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}

@@ -58,12 +58,12 @@ func (r *Reconciler) reconcileHelmReleases(ctx context.Context, o object, of *v1
 	gvk, msg, notServed := r.resolveKind(of)
 	var objs []metav1.PartialObjectMetadata
 	if msg == "" {
-		if err := r.watches.Keep(metacache.Selection{GVK: gvk}); err != nil {
-			return reconcile.Result{}, err
+		err = r.watches.Keep(metacache.Selection{GVK: gvk})
+		if err == nil {
+			objs, err = r.listKind(ctx, gvk)
 		}
-		objs, err = r.listKind(ctx, gvk)
 		switch {
-		case errors.Is(err, errNotServed):
+		case errors.Is(err, metacache.ErrGone), errors.Is(err, errNotServed):
 			msg, notServed = kindNotServed(gvk), true
 		case err != nil:
 			return reconcile.Result{}, err

@@ -289,13 +289,8 @@ func TestLiensCompose(t *testing.T) {
 	ctx := t.Context()
 	ns := createNamespace(t, "compose")
 	cm, first := denyLien(t, ns, "shared")
-	second := &v1alpha1.Lien{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
-		Spec: v1alpha1.LienSpec{
-			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{lien.Label: lien.LabelDeny}}}},
-			Reason:  "a second reason",
-		},
-	}
+	second := selectorLien(ns, "second", configMapKind, map[string]string{lien.Label: lien.LabelDeny})
+	second.Spec.Reason = "a second reason"
 	if err := k.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
@@ -553,16 +548,9 @@ func TestProtectHelper(t *testing.T) {
 func TestTargetsFollowTheCluster(t *testing.T) {
 	ctx := t.Context()
 	ns := createNamespace(t, "follow")
-	l := &v1alpha1.Lien{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tier-db"},
-		Spec: v1alpha1.LienSpec{
-			Protect: []v1alpha1.LienTarget{
-				{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "db"}}},
-				{APIVersion: "v1", Kind: "Secret", Name: "not-yet"},
-			},
-			Reason: "the database tier stays",
-		},
-	}
+	l := selectorLien(ns, "tier-db", configMapKind, map[string]string{"tier": "db"})
+	l.Spec.Protect = append(l.Spec.Protect, v1alpha1.LienTarget{APIVersion: "v1", Kind: "Secret", Name: "not-yet"})
+	l.Spec.Reason = "the database tier stays"
 	if err := k.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}

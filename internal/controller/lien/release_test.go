@@ -98,13 +98,7 @@ func TestReleaseFindsEveryKindItMarked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := &v1alpha1.Lien{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moves"},
-		Spec: v1alpha1.LienSpec{
-			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}},
-			Reason:  "r",
-		},
-	}
+	l := selectorLien(ns, "moves", configMapKind, map[string]string{"app": "a"})
 	if err := k.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +126,7 @@ func TestReleaseFindsEveryKindItMarked(t *testing.T) {
 	if err := k.Create(ctx, a2); err != nil {
 		t.Fatal(err)
 	}
-	l.Spec.Protect = []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "Secret", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}}}}
+	l.Spec.Protect = []v1alpha1.LienTarget{selectorTarget(secretKind, map[string]string{"app": "b"})}
 	if err := k.Update(ctx, l); err != nil {
 		t.Fatal(err)
 	}

@@ -98,13 +98,7 @@ func TestEventsReachOnlyTheLiensTheyConcern(t *testing.T) {
 func TestRelabelIntoASelectorIsProtected(t *testing.T) {
 	ctx := t.Context()
 	ns := createNamespace(t, "relabel")
-	l := &v1alpha1.Lien{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
-		Spec: v1alpha1.LienSpec{
-			Protect: []v1alpha1.LienTarget{{APIVersion: "v1", Kind: "ConfigMap", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}}},
-			Reason:  "r",
-		},
-	}
+	l := selectorLien(ns, "shop", configMapKind, map[string]string{"app": "shop"})
 	if err := k.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package lien
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -215,8 +216,9 @@ func (e *echoes) forget(key types.NamespacedName) {
 }
 
 // watch starts, once per kind, the watch that re-reconciles every lien
-// naming that kind when one of its objects carrying lien markers changes;
-// CRDs, few, are watched whole on the manager's cache.
+// naming that kind when one of its objects carrying lien markers changes
+// (until the kind's CRD is deleted: crdEvents); errNotServed for a kind
+// whose CRD is gone. CRDs, few, are watched whole on the manager's cache.
 func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -224,7 +226,11 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 		return nil
 	}
 	if gvk != crdGVK {
-		if err := r.watches.Keep(metacache.Selection{GVK: gvk, Labels: lien.Label}); err != nil {
+		err := r.watches.Keep(metacache.Selection{GVK: gvk, Labels: lien.Label})
+		if errors.Is(err, metacache.ErrGone) {
+			return errNotServed
+		}
+		if err != nil {
 			return err
 		}
 		r.watched[gvk] = true
@@ -232,9 +238,9 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, obj, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, changed *metav1.PartialObjectMetadata) []reconcile.Request {
+	src := source.Kind(r.cache, obj, crdEvents{r: r, TypedEventHandler: handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, changed *metav1.PartialObjectMetadata) []reconcile.Request {
 		return r.requestsFor(ctx, gvk, changed, nil)
-	}))
+	})})
 	if err := r.controller.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}

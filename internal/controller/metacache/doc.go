@@ -12,7 +12,10 @@
 // `teardown.dev/lien` and what each lien names. What a controller's
 // objects name (Source.Follow) is watched once per resource, however
 // many objects name it: per namespace while they name few namespaces,
-// cluster-wide past WideAt, so WATCHes grow with the kinds named only.
+// cluster-wide past WideAt, so WATCHes grow with the kinds named only. A
+// resource whose CRD is deleted is let go of (Source.Forget: its
+// informers released, none started for it until Source.Serve) instead of
+// retried for ever.
 //
 // Each copy is trimmed (Trim) to the fields teardown's controllers read:
 // name, namespace, UID, resourceVersion, deletionTimestamp, finalizers,

@@ -37,6 +37,11 @@ type Requests func(ctx context.Context, gvk schema.GroupVersionKind, obj, old *m
 // are held), and past that by one cluster-wide watch, filtered in memory
 // by Requests (spread). So the WATCHes a source holds grow with the kinds
 // its objects name, never with how many objects name them or where.
+//
+// A resource whose definition is deleted (a CRD) is let go of: Forget
+// releases its watches, kept and followed, which would otherwise retry
+// their LIST and WATCH for ever, and until Serve says it is back Keep
+// refuses it and what follows it is recorded but not watched.
 type Source struct {
 	cache    *Cache
 	mapper   meta.RESTMapper
@@ -49,6 +54,7 @@ type Source struct {
 	kept    map[Key]*Informer
 	follows map[types.NamespacedName]map[Key]schema.GroupVersionKind // what each object follows
 	spreads map[Key]*spread                                          // by wide key
+	gone    map[schema.GroupResource]bool                            // Forget, not Serve since
 	started chan struct{}
 }
 
@@ -99,6 +105,7 @@ func (c *Cache) NewSourceWideAt(mapper meta.RESTMapper, requests Requests, wideA
 		kept:    map[Key]*Informer{},
 		follows: map[types.NamespacedName]map[Key]schema.GroupVersionKind{},
 		spreads: map[Key]*spread{},
+		gone:    map[schema.GroupResource]bool{},
 		started: make(chan struct{}),
 	}
 }
@@ -159,7 +166,12 @@ func (s *Source) key(sel Selection) (Key, error) {
 	return k, nil
 }
 
-// Keep watches, for good, what sel selects (a nil source: nothing).
+// ErrGone is Keep's error for a resource Forget let go of and Serve has
+// not brought back: its kind is not served.
+var ErrGone = errors.New("the resource is not served: its definition was deleted")
+
+// Keep watches, for good, what sel selects (a nil source: nothing); a
+// resource gone (Forget) is refused with ErrGone.
 func (s *Source) Keep(sel Selection) error {
 	if s == nil {
 		return nil
@@ -170,6 +182,9 @@ func (s *Source) Keep(sel Selection) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.gone[k.Resource.GroupResource()] {
+		return fmt.Errorf("watching %s: %w", sel.GVK, ErrGone)
+	}
 	if s.kept[k] != nil {
 		return nil
 	}
@@ -183,7 +198,8 @@ func (s *Source) Keep(sel Selection) error {
 
 // Follow makes what the source watches for obj exactly wanted (nothing:
 // obj is gone). A selection of a kind not served is left out: the caller
-// follows again when it is (a CRD event). A nil source follows nothing
+// follows again when it is (a CRD event); one of a resource gone (Forget)
+// is recorded, and watched once Serve brings it back. A nil source follows nothing
 // (a reconciler built for a test of one reconcile). Each resource obj
 // names is then watched as its spread says: what obj adds to or takes
 // from a resource already watched costs no watch.
@@ -281,6 +297,54 @@ func (s *Source) Followers(gvk schema.GroupVersionKind, obj types.NamespacedName
 	return slices.Compact(out)
 }
 
+// Forget lets go of resource gr, whose definition was deleted (a CRD:
+// its objects went with it, and a LIST or WATCH of it fails until it is
+// back): the watches kept of it are released for good (a Keep after Serve
+// starts them again), those followed until Serve; meanwhile Keep refuses
+// it (ErrGone) and Follow records what follows it without watching it.
+// gr is the caller's (a CRD's name), not the mapper's: the mapper still
+// maps a deleted CRD's kinds (it refreshes a group only on a miss), which
+// is why a resource gone must be remembered here. Not to be called from
+// Requests (the source's lock may be held).
+func (s *Source) Forget(gr schema.GroupResource) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone[gr] = true
+	for k, i := range s.kept {
+		if k.Resource.GroupResource() == gr {
+			i.Release()
+			delete(s.kept, k)
+		}
+	}
+	for w := range s.spreads {
+		if w.Resource.GroupResource() == gr {
+			_ = s.converge(w) // releases only
+		}
+	}
+}
+
+// Serve undoes Forget: gr is served again (its CRD created). What follows
+// it is watched again at once; what was kept of it, when Keep asks again.
+func (s *Source) Serve(gr schema.GroupResource) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.gone[gr] {
+		return
+	}
+	delete(s.gone, gr)
+	for w := range s.spreads {
+		if w.Resource.GroupResource() == gr {
+			_ = s.converge(w) // a failed start is retried by the next Follow
+		}
+	}
+}
+
 // wideKey is k in every namespace.
 func wideKey(k Key) Key {
 	k.Namespace = ""
@@ -288,7 +352,8 @@ func wideKey(k Key) Key {
 }
 
 // converge brings the watches of the spread of wide key w in step with its
-// followers: none without followers; the wide watch past wideAt namespaces
+// followers: none without followers, nor while its resource is gone
+// (Forget: the followers stay); the wide watch past wideAt namespaces
 // (or with a follower of every namespace), back to one per namespace at
 // half that; and the watches no longer wanted stopped only once every one
 // wanted has synced (until then a goroutine waits, then converges again).
@@ -303,6 +368,13 @@ func (s *Source) converge(w Key) error {
 			i.Release()
 		}
 		delete(s.spreads, w)
+		return nil
+	}
+	if s.gone[w.Resource.GroupResource()] {
+		for k, i := range sp.running {
+			i.Release()
+			delete(sp.running, k)
+		}
 		return nil
 	}
 	_, everywhere := sp.followers[""]
