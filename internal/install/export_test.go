@@ -1,0 +1,10 @@
+//go:build integration
+
+package install
+
+// The policy waits, for the tests that run them beside a running
+// controller with one policy held back.
+var (
+	WaitEnforced    = waitEnforced
+	WaitNotEnforced = waitNotEnforced
+)
