@@ -17,12 +17,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
@@ -257,21 +255,5 @@ func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 		err = fmt.Errorf("waiting for kube-apiserver to enforce the lien policy (probe %s/%s): %w", Namespace, created.Name, err)
 	}
 	// The probe goes even if the wait failed or was interrupted.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
-	// The tamper policy's parameters may take a moment to be seen too.
-	rmErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := marker.Patch(ctx, created.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err == nil || apierrors.IsNotFound(err), nil
-	})
-	if rmErr == nil {
-		if rmErr = cms.Delete(ctx, created.Name, metav1.DeleteOptions{}); apierrors.IsNotFound(rmErr) {
-			rmErr = nil
-		}
-	}
-	if rmErr != nil {
-		rmErr = fmt.Errorf("removing the policy probe %s/%s: %w", Namespace, created.Name, rmErr)
-	}
-	return errors.Join(err, rmErr)
+	return errors.Join(err, removeProbe(ctx, cms, marker, Namespace, created.Name))
 }

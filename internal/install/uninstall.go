@@ -367,16 +367,35 @@ func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 	if err != nil {
 		return fmt.Errorf("creating the policy probe configmap %s/%s: %w", ns, UninstallProbe, err)
 	}
-	// The tamper policy no longer refuses: the caller may mark it again.
-	if err := probeDelete(ctx, cms, cms, created, false); err != nil {
-		return fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
+	// The tamper policy no longer refuses: the caller may mark it again,
+	// and take the marker off.
+	err = probeDelete(ctx, cms, cms, created, false)
+	if err != nil {
+		err = fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := cms.Delete(ctx, UninstallProbe, metav1.DeleteOptions{})
+	// The probe goes even if the wait failed or was interrupted.
+	return errors.Join(err, removeProbe(ctx, cms, cms, ns, UninstallProbe))
+}
+
+// removeProbe takes the markers of the probe ns/name off through marker and deletes it,
+// within a minute of its own: ctx done (the wait interrupted) does not stop
+// it.
+func removeProbe(ctx context.Context, cms, marker corev1client.ConfigMapInterface, ns, name string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
+	// The tamper policy's parameters may take a moment to be seen.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := marker.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err == nil || apierrors.IsNotFound(err), nil
 	})
+	if err == nil {
+		if err = cms.Delete(ctx, name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+			err = nil
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("deleting the policy probe %s/%s: %w", ns, UninstallProbe, err)
+		return fmt.Errorf("removing the policy probe %s/%s: %w", ns, name, err)
 	}
 	return nil
 }
