@@ -7,4 +7,6 @@ package install
 var (
 	WaitEnforced    = waitEnforced
 	WaitNotEnforced = waitNotEnforced
+	// WaitOwnerLinksEnforced, for the test of the warnings it draws.
+	WaitOwnerLinksEnforced = waitOwnerLinksEnforced
 )
