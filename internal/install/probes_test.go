@@ -118,7 +118,15 @@ func TestPolicyProbesBesideARunningController(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps(install.Namespace).Get(ctx, install.UninstallProbe, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("uninstall left its probe %s/%s: %v", install.Namespace, install.UninstallProbe, err)
 	}
+	// The Lien goes while its controller runs (its finalizer needs it): a
+	// later test's uninstall --crds is refused while a Lien exists.
 	if err := mgr.GetClient().Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the Lien to be gone", func(ctx context.Context) (bool, error) {
+		return testenv.Gone(ctx, mgr.GetAPIReader(), l)
+	})
+	if err := cms.Delete(ctx, kept.Name, metav1.DeleteOptions{}); err != nil {
 		t.Error(err)
 	}
 }
