@@ -367,8 +367,7 @@ func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 	if err != nil {
 		return fmt.Errorf("creating the policy probe configmap %s/%s: %w", ns, UninstallProbe, err)
 	}
-	// The tamper policy no longer refuses: the caller may mark it again,
-	// and take the marker off.
+	// The tamper policy no longer refuses: the caller may mark it again.
 	err = probeDelete(ctx, cms, cms, created, false)
 	if err != nil {
 		err = fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
@@ -377,15 +376,22 @@ func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 	return errors.Join(err, removeProbe(ctx, cms, cms, ns, UninstallProbe))
 }
 
-// removeProbe takes the markers of the probe ns/name off through marker and deletes it,
-// within a minute of its own: ctx done (the wait interrupted) does not stop
-// it.
+// removeProbe deletes the probe ns/name; if the lien policy refuses (still
+// enforced: a wait that failed, or install's), it first takes the
+// probe's markers off through marker. A probe whose DELETE is allowed is
+// never written: the chart's uninstall hook may only get and delete it.
+// It has a minute of its own: ctx done (the wait interrupted) does not
+// stop it.
 func removeProbe(ctx context.Context, cms, marker corev1client.ConfigMapInterface, ns, name string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
+	err := cms.Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
 	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
 	// The tamper policy's parameters may take a moment to be seen.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := marker.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err == nil || apierrors.IsNotFound(err), nil
 	})
