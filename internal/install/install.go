@@ -17,12 +17,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
@@ -225,13 +223,11 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) er
 	})
 }
 
-// waitEnforced returns once kube-apiserver has loaded the lien policy: a
-// labelled probe ConfigMap's dry-run DELETE is refused. The probe is
-// created and then unlabelled as the controller (the tamper policy lets
-// only the controller create an object with the lien label, or take it
-// off), and deleted. A controller already running (a reinstall) takes the
-// probe's marker off as a stray, its lien not existing: the probe is then
-// marked again, as the controller, until the DELETE is refused.
+// waitEnforced returns once kube-apiserver has loaded the lien policy: the
+// dry-run DELETE of a labelled probe ConfigMap is refused (probeDelete).
+// The probe is created as the controller (the tamper policy lets only the
+// controller create an object with the lien label, or take it off), and
+// unlabelled as the controller and deleted whatever the wait's outcome.
 func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -243,39 +239,21 @@ func waitEnforced(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	cms := cs.CoreV1().ConfigMaps(Namespace)
+	cms, marker := cs.CoreV1().ConfigMaps(Namespace), ccs.CoreV1().ConfigMaps(Namespace)
 	var created *corev1.ConfigMap
 	// The tamper policy's parameters may take a moment to be seen: until
 	// then it refuses the create.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		created, err = ccs.CoreV1().ConfigMaps(Namespace).Create(ctx, probe(metav1.ObjectMeta{GenerateName: "teardown-policy-probe-"}, "teardown-system/install-probe", "teardown install checks that the lien policy is enforced"), metav1.CreateOptions{})
+		created, err = marker.Create(ctx, probe(metav1.ObjectMeta{GenerateName: lien.InstallProbePrefix}, lien.InstallProbeLien, "teardown install checks that the lien policy is enforced"), metav1.CreateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("creating the policy probe: %w", err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := cms.Delete(ctx, created.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-			return true, nil
-		}
-		if cur, err := cms.Get(ctx, created.Name, metav1.GetOptions{}); err == nil && cur.Labels[lien.Label] == "" {
-			cur.Labels, cur.Annotations = created.Labels, created.Annotations
-			_, _ = ccs.CoreV1().ConfigMaps(Namespace).Update(ctx, cur, metav1.UpdateOptions{})
-		}
-		return false, nil
-	})
+	err = probeDelete(ctx, cms, marker, created, true)
 	if err != nil {
-		return fmt.Errorf("waiting for kube-apiserver to enforce the lien policy: %w", err)
+		err = fmt.Errorf("waiting for kube-apiserver to enforce the lien policy (probe %s/%s): %w", Namespace, created.Name, err)
 	}
-	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
-	// The tamper policy's parameters may take a moment to be seen too.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := ccs.CoreV1().ConfigMaps(Namespace).Patch(ctx, created.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("removing the policy probe %s/%s: %w", Namespace, created.Name, err)
-	}
-	return cms.Delete(ctx, created.Name, metav1.DeleteOptions{})
+	// The probe goes even if the wait failed or was interrupted.
+	return errors.Join(err, removeProbe(ctx, cms, marker, Namespace, created.Name))
 }

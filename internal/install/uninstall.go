@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
@@ -31,7 +32,7 @@ import (
 // UninstallProbe is the lien-labelled ConfigMap Uninstall creates, in
 // UninstallOptions.Namespace, to see that kube-apiserver no longer enforces
 // the lien policy; it is deleted again before Uninstall returns.
-const UninstallProbe = "teardown-uninstall-probe"
+const UninstallProbe = lien.UninstallProbe
 
 // goneTimeout bounds the wait for each deleted object to be gone.
 const goneTimeout = 2 * time.Minute
@@ -298,20 +299,59 @@ func probe(om metav1.ObjectMeta, lienName, reason string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: om}
 }
 
+// probeDelete polls the dry-run DELETE of the probe (created: its name and
+// its markers) until the lien policy refuses it (wantRefused: kube-apiserver
+// enforces teardown-lien-deny) or lets it through (it no longer does). Each
+// DELETE carries the UID and resourceVersion of a read that found the probe
+// marked, so that its answer is about a lien-labelled object: a DELETE
+// allowed because the marker was gone would say nothing. A probe found
+// without its markers (a lien controller older than lien.IsProbe takes
+// them off as a stray) is marked again through marker, and a DELETE that
+// finds the probe changed since the read is sent again.
+func probeDelete(ctx context.Context, cms, marker corev1client.ConfigMapInterface, created *corev1.ConfigMap, wantRefused bool) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cur, err := cms.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if cur.Labels[lien.Label] != created.Labels[lien.Label] || cur.Annotations[lien.Annotation] != created.Annotations[lien.Annotation] {
+			if cur.Labels == nil {
+				cur.Labels = map[string]string{}
+			}
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Labels[lien.Label], cur.Annotations[lien.Annotation] = created.Labels[lien.Label], created.Annotations[lien.Annotation]
+			if cur, err = marker.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				return false, nil
+			}
+		}
+		err = cms.Delete(ctx, created.Name, metav1.DeleteOptions{
+			DryRun:        []string{metav1.DryRunAll},
+			Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion},
+		})
+		if wantRefused {
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "teardown-lien-deny"), nil
+		}
+		return err == nil, nil
+	})
+}
+
 // waitNotEnforced returns once kube-apiserver no longer enforces the lien
-// policy: the dry-run DELETE of the labelled UninstallProbe is allowed. The
-// probe is then deleted.
+// policy: the dry-run DELETE of the labelled UninstallProbe is allowed
+// (probeDelete). The probe is then deleted.
 func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	cms := cs.CoreV1().ConfigMaps(ns)
+	created := probe(metav1.ObjectMeta{Name: UninstallProbe}, lien.UninstallProbeLien, "teardown uninstall checks that the lien policy is no longer enforced")
 	// The tamper policy refuses to create a lien-labelled object for as
 	// long as kube-apiserver still enforces it: that is the first wait.
 	var createErr error
 	if pollErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, createErr = cms.Create(ctx, probe(metav1.ObjectMeta{Name: UninstallProbe}, "teardown-system/uninstall-probe", "teardown uninstall checks that the lien policy is no longer enforced"), metav1.CreateOptions{})
+		_, createErr = cms.Create(ctx, created, metav1.CreateOptions{})
 		return !apierrors.IsForbidden(createErr), nil
 	}); pollErr != nil && createErr == nil {
 		createErr = pollErr
@@ -327,15 +367,41 @@ func waitNotEnforced(ctx context.Context, cfg *rest.Config, ns string) error {
 	if err != nil {
 		return fmt.Errorf("creating the policy probe configmap %s/%s: %w", ns, UninstallProbe, err)
 	}
+	// The tamper policy no longer refuses: the caller may mark it again.
+	err = probeDelete(ctx, cms, cms, created, false)
+	if err != nil {
+		err = fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
+	}
+	// The probe goes even if the wait failed or was interrupted.
+	return errors.Join(err, removeProbe(ctx, cms, cms, ns, UninstallProbe))
+}
+
+// removeProbe deletes the probe ns/name; if the lien policy refuses (still
+// enforced: a wait that failed, or install's), it first takes the
+// probe's markers off through marker. A probe whose DELETE is allowed is
+// never written: the chart's uninstall hook may only get and delete it.
+// It has a minute of its own: ctx done (the wait interrupted) does not
+// stop it.
+func removeProbe(ctx context.Context, cms, marker corev1client.ConfigMapInterface, ns, name string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	err := cms.Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + lien.Label + `":null},"annotations":{"` + lien.Annotation + `":null}}}`)
+	// The tamper policy's parameters may take a moment to be seen.
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := cms.Delete(ctx, UninstallProbe, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			return false, nil
-		}
-		err := cms.Delete(ctx, UninstallProbe, metav1.DeleteOptions{})
+		_, err := marker.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err == nil || apierrors.IsNotFound(err), nil
 	})
+	if err == nil {
+		if err = cms.Delete(ctx, name, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
+			err = nil
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("waiting for kube-apiserver to stop enforcing the lien policy (probe %s/%s): %w", ns, UninstallProbe, err)
+		return fmt.Errorf("removing the policy probe %s/%s: %w", ns, name, err)
 	}
 	return nil
 }

@@ -36,7 +36,8 @@ func celLinks(raw string) []OwnerLink {
 }
 
 // TestPolicyCarriesTheGoPattern: the policy checks new values with the
-// very pattern Format's output is tested against here.
+// very pattern Format's output is tested against here, and the warning
+// policy reads only values of that form.
 func TestPolicyCarriesTheGoPattern(t *testing.T) {
 	data, err := config.Manifests.ReadFile("policy/owner-links.yaml")
 	if err != nil {
@@ -50,6 +51,13 @@ func TestPolicyCarriesTheGoPattern(t *testing.T) {
 	}
 	if want := fmt.Sprintf("<= %d", MaxOwners); !strings.Contains(string(data), want) {
 		t.Errorf("policy/owner-links.yaml lacks the limit %q", want)
+	}
+	// teardown-grants-warn-owned warns only about values of that form.
+	if data, err = config.Manifests.ReadFile("policy/controller-grants.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "r'" + AnnotationPattern + "'"; !strings.Contains(string(data), want) {
+		t.Errorf("policy/controller-grants.yaml lacks the CEL raw string %s", want)
 	}
 }
 

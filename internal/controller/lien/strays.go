@@ -26,6 +26,14 @@ import (
 // objects of every watched kind that carry the lien label, and takes its
 // entry off those whose entries name it. (A lien's own deletion needs no such list: its release listed
 // what carries its entry before it let go of its finalizer.)
+//
+// One exception: install's policy probes (lien.IsProbe), a ConfigMap in
+// teardown-system named as its probe and carrying that probe's own entry,
+// keep it, or a reinstall or an uninstall beside a running controller would
+// poll a probe without its marker. Only a labelled object reaches this
+// list, and only the trusted may label one in teardown-system; the same
+// entry on any other object is taken off, and a repair (repair.go) never
+// keeps it, its lien not existing.
 
 // strayLiens is the key of each lien (of this reconciler's kind) that
 // changed carries an entry of and the cache does not have.
@@ -104,6 +112,9 @@ func (r *markersReconciler) releaseStrays(ctx context.Context, entry string) err
 			obj.SetGroupVersionKind(gvk)
 			if has, err := lien.Has(obj, entry); err != nil || !has {
 				continue // broken markers are repaired, see repair.go
+			}
+			if lien.IsProbe(gvk, obj.Namespace, obj.Name, entry) {
+				continue // install's policy probe, polled now: install removes it
 			}
 			removed := false
 			if err := r.editMarkers(ctx, nil, obj, func(es []lien.Entry) ([]lien.Entry, error) {
