@@ -178,6 +178,7 @@ func compare(b *testing.B) {
 	s, f := results[0], results[1]
 	b.ReportMetric(f.idle.watches, "watches")
 	b.ReportMetric(kit.Ratio(p99(f.noisyProbes), p99(f.idleProbes)), "p99-noisy/idle")
+	b.ReportMetric(kit.Ratio(p99(protectedAt(f.noisyTrace)), p99(protectedAt(f.idleTrace))), "p99-protected-noisy/idle")
 	b.ReportMetric(kit.Ratio(f.idle.watches, s.idle.watches), "watches-full/small")
 }
 
