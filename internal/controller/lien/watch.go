@@ -183,18 +183,6 @@ func (e *echoes) expect(key types.NamespacedName, rv string) {
 func (e *echoes) take(key types.NamespacedName, rv string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.remove(key, rv)
-}
-
-// drop forgets version rv of lien key: the write over it did not go
-// through, or wrote nothing.
-func (e *echoes) drop(key types.NamespacedName, rv string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.remove(key, rv)
-}
-
-func (e *echoes) remove(key types.NamespacedName, rv string) bool {
 	vs := e.rvs[key]
 	i := slices.Index(vs, rv)
 	if i < 0 {
@@ -207,6 +195,10 @@ func (e *echoes) remove(key types.NamespacedName, rv string) bool {
 	}
 	return true
 }
+
+// drop forgets version rv of lien key: the write over it did not go
+// through, or wrote nothing.
+func (e *echoes) drop(key types.NamespacedName, rv string) { e.take(key, rv) }
 
 // forget drops lien key's versions: it is gone.
 func (e *echoes) forget(key types.NamespacedName) {
